@@ -155,7 +155,11 @@ func execArgs(req *pulumirpc.RunRequest, engine string) []string {
 // programEnv passes config the way the SDK reads it (PULUMI_CONFIG, PULUMI_CONFIG_SECRET_KEYS) and puts the
 // virtualenv first on PATH so that subprocesses of the program (kubectl from the venv, say) resolve the same way.
 func programEnv(req *pulumirpc.RunRequest, python string) ([]string, error) {
-	config, err := json.Marshal(req.GetConfig())
+	configMap := req.GetConfig()
+	if configMap == nil {
+		configMap = map[string]string{} // the SDK iterates PULUMI_CONFIG: "null" would crash it
+	}
+	config, err := json.Marshal(configMap)
 	if err != nil {
 		return nil, err
 	}

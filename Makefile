@@ -1,0 +1,43 @@
+# The two commands a newcomer runs (README.md):  make demo   and   make test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+CLUSTER ?= dev
+export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.state/pulumi
+
+.PHONY: help setup toolchain venv demo test unit cluster-up cluster-down cluster-status
+
+help:
+	@echo "make demo    set everything up, start the embedded cluster, migrate legacy -> migrated, print the verification table"
+	@echo "make test    set everything up and run the whole test suite (unit + integration on embedded clusters)"
+	@echo "make setup | unit | cluster-up | cluster-down | cluster-status"
+
+setup: venv toolchain
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+toolchain:
+	tools/build-toolchain.sh >/dev/null
+
+demo: setup
+	$(PY) -m demo --cluster $(CLUSTER)
+
+test: setup
+	$(PY) -m pytest tests
+
+unit: venv
+	$(PY) -m pytest tests/unit
+
+cluster-up: setup
+	$(PY) -m devcluster up --name $(CLUSTER)
+
+cluster-down: venv
+	$(PY) -m devcluster down --name $(CLUSTER)
+
+cluster-status: venv
+	$(PY) -m devcluster status --name $(CLUSTER)

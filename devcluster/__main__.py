@@ -1,0 +1,47 @@
+"""python -m devcluster up|down|status|env [--name NAME] [--purge], or exec [--name NAME] -- COMMAND..."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from devcluster.cluster import Cluster, ClusterError
+from devcluster.toolchain import ToolchainMissing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
+    parser.add_argument("command", choices=["up", "down", "status", "env", "exec"])
+    parser.add_argument("--name", default=os.environ.get("KFISTIO_CLUSTER", "dev"), help="cluster name (default dev)")
+    parser.add_argument("--purge", action="store_true", help="with down: also delete the cluster's data")
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    cluster = Cluster(args.name)
+    try:
+        if args.command == "up":
+            cluster.up()
+            print(f"cluster '{args.name}' is up; export KUBECONFIG={cluster.kubeconfig}")
+        elif args.command == "down":
+            cluster.down(purge=args.purge)
+        elif args.command == "status":
+            for name, running in cluster.status().items():
+                print(f"{name:26} {'running' if running else 'stopped'}")
+            cluster.require_running()
+        elif args.command == "env":
+            env = cluster.env()
+            for key in ("KUBECONFIG", "PATH", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"):
+                print(f"export {key}={env[key]}")
+        elif args.command == "exec":
+            if not command:
+                parser.error("exec needs a command after --, e.g. exec -- kubectl get pods -A")
+            os.execvpe(command[0], command, cluster.env())
+    except (ClusterError, ToolchainMissing) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Where the pinned toolchain lives, and a clear failure when it has not been built."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = REPO / "tools" / "build-toolchain.sh"
+VENV_BIN = REPO / ".venv" / "bin"
+SETUP_HINT = "run `make setup` (builds the pinned toolchain into the cache, about 15 minutes cold)"
+
+
+class ToolchainMissing(RuntimeError):
+    pass
+
+
+def bin_dir() -> pathlib.Path:
+    """The bin directory of the built toolchain for the current pins; raises ToolchainMissing if not built."""
+    out = subprocess.run([str(BUILD_SCRIPT), "--dir"], check=True, capture_output=True, text=True).stdout.strip()
+    path = pathlib.Path(out)
+    if not (path.parent / ".complete").is_file():
+        raise ToolchainMissing(f"the pinned toolchain is not built (expected {path}): {SETUP_HINT}")
+    return path
+
+
+def binary(name: str) -> pathlib.Path:
+    """One toolchain binary (or kubectl from the project virtualenv); raises ToolchainMissing naming the fix."""
+    path = VENV_BIN / name if name == "kubectl" else bin_dir() / name
+    if not path.is_file():
+        raise ToolchainMissing(f"{path} is missing: {SETUP_HINT}")
+    return path
+
+
+def share_file(name: str) -> pathlib.Path:
+    return bin_dir().parent / "share" / name
+
+
+def tool_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for running Pulumi and kubectl with zero network: toolchain and venv first on PATH."""
+    env = dict(os.environ if base is None else base)
+    env["PATH"] = os.pathsep.join([str(bin_dir()), str(VENV_BIN), env.get("PATH", "")])
+    env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
+    env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+    env.setdefault("PULUMI_CONFIG_PASSPHRASE", "")
+    return env

@@ -1,0 +1,1 @@
+"""Pure configuration, rendering and planning for the namespace migration, plus the components that apply it."""

@@ -1,0 +1,183 @@
+"""Typed, validated configuration: read once from Pulumi config, refused with a message naming key, value and rule.
+
+Every key is namespaced by the project (`kf-istio-migrate:<key>`); README.md has the reference table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable, Mapping
+
+PROJECT = "kf-istio-migrate"
+TOPOLOGIES = ("legacy", "migrated")
+PROFILES = ("minimal",)
+SUPPORTED_ISTIO_VERSIONS = ("1.30-dev",)  # what the pinned istioctl renders (tools/pins.env ISTIO_VERSION)
+ROOT_NAMESPACE_POLICIES = ("keep", "move")
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_VALUES_KEY = re.compile(r"^[A-Za-z0-9_.\[\]-]+$")
+
+
+class ConfigError(ValueError):
+    """One invalid configuration value; the message names the key, the value and what is allowed."""
+
+    def __init__(self, key: str, value: Any, allowed: str):
+        super().__init__(f"invalid config {PROJECT}:{key} = {value!r}: {allowed}")
+        self.key = key
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationConfig:
+    """Everything the program needs to decide what exists; built only by `from_mapping`."""
+
+    topology: str
+    """`legacy` (the Charmed Kubeflow layout, istiod in sourceNamespace) or `migrated` (istiod in targetNamespace)."""
+    source_namespace: str
+    """Namespace of the legacy control plane (the Juju model, normally `kubeflow`)."""
+    target_namespace: str
+    """Namespace the control plane moves to (normally `istio-system`)."""
+    revision: str
+    """Istio revision of the new control plane; distinct from `default` so two istiods never fight over webhooks."""
+    istio_version: str
+    """Istio version rendered by the pinned istioctl; the only supported value is the pinned one."""
+    profile: str
+    """istioctl profile; the charm uses `minimal`."""
+    values: Mapping[str, Any]
+    """Extra `--set values.<key>=<value>` overrides passed to istioctl (image hub/tag, as the charm does)."""
+    mesh_config: Mapping[str, Any]
+    """`--set meshConfig.<key>=<value>` overrides; the charm sets accessLogFile=/dev/stdout."""
+    gateway_namespace: str
+    """Namespace of the ingress gateway workload (stays in sourceNamespace unless moved on purpose)."""
+    root_namespace_policy: str
+    """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
+    rollout_parallelism: int
+    """How many workload rollouts run at once."""
+    rollout_timeout_seconds: int
+    """Per-workload limit for `kubectl rollout status`."""
+    create_source_namespace: bool
+    """Whether the legacy stack creates sourceNamespace (true only on clusters where no Juju model made it)."""
+
+    @property
+    def control_plane_namespace(self) -> str:
+        return self.source_namespace if self.topology == "legacy" else self.target_namespace
+
+    @property
+    def control_plane_revision(self) -> str:
+        return "default" if self.topology == "legacy" else self.revision
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(key, value, "must be a string")
+    return value
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+    def check(key: str, value: Any) -> str:
+        if value not in choices:
+            raise ConfigError(key, value, f"must be one of {', '.join(choices)}")
+        return value
+    return check
+
+
+def _namespace(key: str, value: Any) -> str:
+    text = _text(key, value)
+    if len(text) > 63 or not _DNS1123_LABEL.match(text):
+        raise ConfigError(key, value, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63)")
+    return text
+
+
+def _revision(key: str, value: Any) -> str:
+    text = _namespace(key, value)
+    if text == "default":
+        raise ConfigError(key, value, "must not be `default`: the new control plane needs its own revision")
+    if not _LABEL_VALUE.match(text):
+        raise ConfigError(key, value, "must be a valid label value")
+    return text
+
+
+def _positive_int(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit() or int(value) <= 0:
+        raise ConfigError(key, value, "must be a positive whole number")
+    return int(value)
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ConfigError(key, value, "must be true or false")
+
+
+def _set_overrides(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, value, "must be a map of istioctl --set keys to scalar values")
+    for name, item in value.items():
+        if not isinstance(name, str) or not _VALUES_KEY.match(name):
+            raise ConfigError(key, value, f"key {name!r} is not a valid istioctl --set path")
+        if isinstance(item, (Mapping, list)) or item is None:
+            raise ConfigError(key, value, f"value of {name!r} must be a string, number or boolean")
+    return dict(value)
+
+
+# key -> (parser, default). The default goes through the parser too.
+_SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
+    "topology": (_one_of(TOPOLOGIES), None),
+    "sourceNamespace": (_namespace, "kubeflow"),
+    "targetNamespace": (_namespace, "istio-system"),
+    "revision": (_revision, "kf-1-30"),
+    "istioVersion": (_one_of(SUPPORTED_ISTIO_VERSIONS), SUPPORTED_ISTIO_VERSIONS[0]),
+    "profile": (_one_of(PROFILES), "minimal"),
+    "values": (_set_overrides, {}),
+    "meshConfig": (_set_overrides, {"accessLogFile": "/dev/stdout"}),
+    "gatewayNamespace": (_namespace, None),
+    "rootNamespacePolicy": (_one_of(ROOT_NAMESPACE_POLICIES), "keep"),
+    "rolloutParallelism": (_positive_int, 4),
+    "rolloutTimeoutSeconds": (_positive_int, 600),
+    "createSourceNamespace": (_bool, False),
+}
+KEYS = tuple(_SCHEMA)
+
+
+def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
+    """Validate raw config (key -> value, keys without the project prefix) into a MigrationConfig."""
+    unknown = sorted(set(raw) - set(_SCHEMA))
+    if unknown:
+        raise ConfigError(unknown[0], raw[unknown[0]], f"is not a known key; known keys: {', '.join(KEYS)}")
+    if raw.get("topology") is None:
+        raise ConfigError("topology", None, f"is required: one of {', '.join(TOPOLOGIES)} (set it per stack)")
+    parsed = {}
+    for key, (parse, default) in _SCHEMA.items():
+        value = raw.get(key, default)
+        parsed[key] = None if value is None else parse(key, value)
+    parsed["gatewayNamespace"] = parsed["gatewayNamespace"] or parsed["sourceNamespace"]
+    if parsed["sourceNamespace"] == parsed["targetNamespace"]:
+        raise ConfigError("targetNamespace", parsed["targetNamespace"],
+                          f"must differ from sourceNamespace ({parsed['sourceNamespace']})")
+    if parsed["gatewayNamespace"] not in (parsed["sourceNamespace"], parsed["targetNamespace"]):
+        raise ConfigError("gatewayNamespace", parsed["gatewayNamespace"],
+                          "must be sourceNamespace (default) or targetNamespace")
+    return MigrationConfig(
+        topology=parsed["topology"], source_namespace=parsed["sourceNamespace"],
+        target_namespace=parsed["targetNamespace"], revision=parsed["revision"],
+        istio_version=parsed["istioVersion"], profile=parsed["profile"], values=parsed["values"],
+        mesh_config=parsed["meshConfig"], gateway_namespace=parsed["gatewayNamespace"],
+        root_namespace_policy=parsed["rootNamespacePolicy"], rollout_parallelism=parsed["rolloutParallelism"],
+        rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"],
+        create_source_namespace=parsed["createSourceNamespace"])
+
+
+def load() -> MigrationConfig:
+    """Read this stack's `kf-istio-migrate:*` config (plain strings, or objects for values/meshConfig)."""
+    import pulumi
+
+    config = pulumi.Config(PROJECT)
+    raw: dict[str, Any] = {}
+    for key in KEYS:
+        value = config.get_object(key) if key in ("values", "meshConfig") else config.get(key)
+        if value is not None:
+            raw[key] = value
+    return from_mapping(raw)

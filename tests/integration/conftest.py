@@ -1,0 +1,40 @@
+"""Integration fixtures: one embedded cluster per test session, real binaries from the pinned toolchain."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from devcluster.cluster import Cluster
+
+
+def run(argv: list[str], env: dict[str, str], *, cwd=None, check: bool = True, input: str | None = None,
+        timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run a real command; on failure, fail the test with its output."""
+    proc = subprocess.run(argv, env=env, cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, argv))} exited {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}"
+                    f"\n--- stderr\n{proc.stderr[-6000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A fresh embedded cluster for this session (name from KFISTIO_TEST_CLUSTER, default test-<pid>)."""
+    c = Cluster(os.environ.get("KFISTIO_TEST_CLUSTER", f"test-{os.getpid()}"))
+    c.down(purge=True)
+    c.up()
+    yield c
+    c.down(purge=True)
+
+
+@pytest.fixture
+def kubectl(cluster):
+    env = cluster.env()
+
+    def _kubectl(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+        return run(["kubectl", *args], env, check=check, input=input)
+
+    return _kubectl

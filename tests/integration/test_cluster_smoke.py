@@ -1,0 +1,72 @@
+"""The embedded cluster behaves like a cluster: Deployments become Available, namespaces delete, data survives."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from devcluster.cluster import Cluster, ClusterError
+
+DEPLOYMENT = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: smoke}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: smoke}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers: [{name: web, image: nginx}]
+"""
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_deployment_available_then_namespace_deleted(kubectl):
+    kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    kubectl("-n", "smoke", "wait", "deployment/web", "--for=condition=Available", "--timeout=120s")
+    pods = json.loads(kubectl("-n", "smoke", "get", "pods", "-o", "json").stdout)["items"]
+    assert len(pods) == 3
+    assert {p["status"]["phase"] for p in pods} == {"Running"}
+    assert all(p["spec"]["nodeName"].startswith("kwok-node-") for p in pods), "the scheduler placed every pod"
+    assert all(p["status"].get("podIP", "").startswith("198.19.") for p in pods), "kwok gave pod IPs from the CIDR"
+
+    # A rollout makes a new ReplicaSet and the old one is scaled down: the controllers really run.
+    kubectl("-n", "smoke", "rollout", "restart", "deployment/web")
+    kubectl("-n", "smoke", "rollout", "status", "deployment/web", "--timeout=120s")
+    rs = json.loads(kubectl("-n", "smoke", "get", "replicasets", "-o", "json").stdout)["items"]
+    assert sorted(r["status"].get("replicas", 0) for r in rs) == [0, 3]
+
+    kubectl("delete", "namespace", "smoke", "--wait=false")
+    wait_for(lambda: kubectl("get", "namespace", "smoke", check=False).returncode != 0, 120,
+             "namespace smoke to be deleted (namespace controller and garbage collection)")
+
+
+def test_restart_keeps_data(cluster, kubectl):
+    kubectl("create", "configmap", "survivor", "--from-literal=k=v")
+    uid = kubectl("get", "configmap", "survivor", "-o", "jsonpath={.metadata.uid}").stdout
+    cluster.down()
+    with pytest.raises(ClusterError, match="make cluster-up"):
+        cluster.require_running()
+    cluster.up()
+    assert kubectl("get", "configmap", "survivor", "-o", "jsonpath={.metadata.uid}").stdout == uid
+
+
+def test_stopped_cluster_names_the_fix():
+    with pytest.raises(ClusterError, match=r"embedded cluster 'never-started' is not running: run `make cluster-up`"):
+        Cluster("never-started").require_running()
