@@ -1,0 +1,54 @@
+"""Which injector webhooks a pod would be sent to: Kubernetes label-selector semantics over webhook configurations.
+
+Pure functions over plain objects; used to prove a stack never declares two injectors for one namespace, and by
+the migration's sampler to count injectors per namespace on a live cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+Labels = Mapping[str, str]
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
+    """metav1.LabelSelector semantics: a missing or empty selector matches everything."""
+    if not selector:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"unknown label selector operator {op!r}")
+    return True
+
+
+def matching_webhooks(configs: Iterable[Mapping[str, Any]], namespace_labels: Labels,
+                      pod_labels: Labels | None = None) -> list[tuple[str, str]]:
+    """(configuration name, webhook name) of every webhook that would be called for a pod with pod_labels
+    created in a namespace with namespace_labels. Pods with no labels are the common case."""
+    pod_labels = pod_labels or {}
+    found = []
+    for config in configs:
+        for hook in config.get("webhooks") or []:
+            if (selector_matches(hook.get("namespaceSelector"), namespace_labels)
+                    and selector_matches(hook.get("objectSelector"), pod_labels)):
+                found.append((config["metadata"]["name"], hook["name"]))
+    return found
+
+
+def injectors(configs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The Istio sidecar injectors among MutatingWebhookConfigurations (webhooks named *sidecar-injector.istio.io)."""
+    return [c for c in configs if c.get("kind", "MutatingWebhookConfiguration") == "MutatingWebhookConfiguration"
+            and any(h["name"].endswith("sidecar-injector.istio.io") for h in c.get("webhooks") or [])]

@@ -1,0 +1,109 @@
+"""The program under Pulumi mocks: what each stack declares, how it is parented, adopted, retained and ordered."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from migration.webhooks import injectors, matching_webhooks
+from tests.unit.harness import run_program
+
+STACKS = {"legacy": {"topology": "legacy"}, "migrated": {"topology": "migrated"}}
+
+
+@pytest.fixture(scope="module", params=sorted(STACKS))
+def stack(request):
+    return request.param, run_program(request.param, STACKS[request.param])
+
+
+def objects(registered, kind=None):
+    return {(r.kind, r.namespace, r.object_name) for r in registered if r.custom and kind in (None, r.kind)}
+
+
+def test_exact_resource_set(stack):
+    name, registered = stack
+    ns, rev_suffix = ("kubeflow", "") if name == "legacy" else ("istio-system", "-kf-1-30")
+    crd_names = {n for _, _, n in objects(registered, "CustomResourceDefinition")}
+    assert len(crd_names) == 15
+    control_plane = objects(registered) - objects(registered, "CustomResourceDefinition")
+    expected_control_plane = {
+        ("ServiceAccount", ns, "istio-reader-service-account"), ("ServiceAccount", ns, f"istiod{rev_suffix}"),
+        ("ConfigMap", ns, f"istio{rev_suffix}"), ("ConfigMap", ns, f"istio-sidecar-injector{rev_suffix}"),
+        ("ConfigMap", ns, f"values{rev_suffix}"), ("Deployment", ns, f"istiod{rev_suffix}"),
+        ("Service", ns, f"istiod{rev_suffix}"), ("HorizontalPodAutoscaler", ns, f"istiod{rev_suffix}"),
+        ("Role", ns, f"istiod{rev_suffix}"), ("RoleBinding", ns, f"istiod{rev_suffix}"),
+    }
+    cluster_suffix = "-kubeflow" if name == "legacy" else "-kf-1-30-istio-system"
+    expected_control_plane |= {(kind, "", f"{base}{cluster_suffix}") for kind in ("ClusterRole", "ClusterRoleBinding")
+                               for base in ("istio-reader-clusterrole", "istiod-clusterrole",
+                                            "istiod-gateway-controller")}
+    expected_control_plane |= {
+        ("MutatingWebhookConfiguration", "", "istio-sidecar-injector-kubeflow" if name == "legacy"
+         else "istio-sidecar-injector-kf-1-30"),
+        ("ValidatingWebhookConfiguration", "", "istio-validator-kubeflow" if name == "legacy"
+         else "istio-validator-kf-1-30-istio-system")}
+    if name == "migrated":
+        expected_control_plane.add(("Namespace", "", "istio-system"))
+    gateway = {("ServiceAccount", "kubeflow", "istio-ingressgateway-workload-service-account"),
+               ("Role", "kubeflow", "istio-ingressgateway-workload-sds"),
+               ("RoleBinding", "kubeflow", "istio-ingressgateway-workload-sds"),
+               ("Deployment", "kubeflow", "istio-ingressgateway-workload"),
+               ("Service", "kubeflow", "istio-ingressgateway-workload"),
+               ("Service", "kubeflow", "istio-gateway-metrics"),
+               ("PodDisruptionBudget", "kubeflow", "istio-ingressgateway-workload"),
+               ("Gateway", "kubeflow", "kubeflow-gateway")}
+    assert control_plane == expected_control_plane | gateway
+
+
+def test_every_resource_is_parented_to_its_component(stack):
+    _, registered = stack
+    components = {r.urn: r.type for r in registered if not r.custom}
+    assert sorted(components.values()) == ["kfistio:istio:ControlPlane", "kfistio:istio:Crds",
+                                           "kfistio:kubeflow:IngressGateway"]
+    for r in registered:
+        if r.custom:
+            expected = {"CustomResourceDefinition": "kfistio:istio:Crds"}.get(r.kind)
+            if r.object_name.startswith("istio-ingressgateway") or r.object_name in (
+                    "istio-gateway-metrics", "kubeflow-gateway"):
+                expected = "kfistio:kubeflow:IngressGateway"
+            assert components.get(r.parent) == (expected or "kfistio:istio:ControlPlane"), r.name
+
+
+def test_crds_are_retained_in_both_stacks_and_adopted_in_migrated(stack):
+    name, registered = stack
+    crds = [r for r in registered if r.kind == "CustomResourceDefinition"]
+    assert crds and all(r.retain_on_delete for r in crds), "no stack may ever delete an Istio CRD"
+    if name == "migrated":
+        assert all(r.import_id == r.object_name for r in crds), "migrated adopts the live CRDs by name"
+        gateway = [r for r in registered if r.namespace == "kubeflow"]
+        assert gateway and all(r.import_id == f"kubeflow/{r.object_name}" for r in gateway)
+    else:
+        assert not any(r.import_id for r in registered), "legacy creates what it declares"
+
+
+def test_dependency_order(stack):
+    _, registered = stack
+    by_urn = {r.urn: r for r in registered}
+    kinds_before = lambda r: {by_urn[d].kind for d in r.dependencies if d in by_urn}  # noqa: E731
+    for r in registered:
+        if r.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            assert {"Deployment", "Service"} <= kinds_before(r), f"{r.name} must wait for istiod"
+        if r.kind == "Deployment" and r.parent.endswith("ControlPlane::control-plane"):
+            assert "ConfigMap" in kinds_before(r), f"{r.name} must wait for its config"
+        if r.kind == "ServiceAccount" and r.parent.endswith("ControlPlane::control-plane"):
+            assert kinds_before(r) & {"CustomResourceDefinition", "Namespace"}, f"{r.name} must wait for CRDs"
+
+
+def test_no_two_injectors_match_one_namespace(stack):
+    _, registered = stack
+    configs = [{"kind": r.kind, "metadata": r.inputs["metadata"], "webhooks": r.inputs["webhooks"]}
+               for r in registered if r.kind == "MutatingWebhookConfiguration"]
+    assert injectors(configs)
+    label_sets = [{}, {"istio-injection": "enabled"}, {"istio-injection": "disabled"}, {"istio.io/rev": "default"},
+                  {"istio.io/rev": "kf-1-30"}]
+    pod_sets = [{}, {"sidecar.istio.io/inject": "true"}, {"sidecar.istio.io/inject": "false"},
+                {"istio.io/rev": "default"}, {"istio.io/rev": "kf-1-30"}]
+    for ns_labels, pod_labels in itertools.product(label_sets, pod_sets):
+        assert len(matching_webhooks(configs, ns_labels, pod_labels)) <= 1, (ns_labels, pod_labels)
+    assert len(matching_webhooks(configs, {"istio-injection": "enabled"})) == (1 if stack[0] == "legacy" else 0)

@@ -1,0 +1,82 @@
+"""Rendering with the pinned istioctl: the flags the charm uses, and the names and addresses Istio emits."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from migration import render
+from migration.config import from_mapping
+
+CFG = from_mapping({"topology": "migrated"})
+
+
+def by_kind(objects, kind):
+    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects if o["kind"] == kind}
+
+
+@pytest.fixture(scope="module")
+def legacy():
+    return render.render(render.legacy_input(CFG))
+
+
+@pytest.fixture(scope="module")
+def migrated():
+    return render.render(render.migrated_input(CFG))
+
+
+def test_charm_flags():
+    assert render.istioctl_args(render.legacy_input(CFG)) == [
+        "manifest", "generate", "--set", "profile=minimal", "--set", "values.global.istioNamespace=kubeflow",
+        "--set", "meshConfig.accessLogFile=/dev/stdout"]
+    assert render.istioctl_args(render.migrated_input(CFG)) == [
+        "manifest", "generate", "--set", "profile=minimal", "--set", "values.global.istioNamespace=istio-system",
+        "--set", "revision=kf-1-30", "--set", "meshConfig.accessLogFile=/dev/stdout",
+        "--set", "meshConfig.rootNamespace=kubeflow"]
+
+
+def test_legacy_names(legacy):
+    assert by_kind(legacy, "MutatingWebhookConfiguration") == {("", "istio-sidecar-injector-kubeflow")}
+    assert by_kind(legacy, "ValidatingWebhookConfiguration") == {("", "istio-validator-kubeflow")}
+    assert by_kind(legacy, "Deployment") == {("kubeflow", "istiod")}
+    assert by_kind(legacy, "ConfigMap") == {("kubeflow", "istio"), ("kubeflow", "istio-sidecar-injector"),
+                                            ("kubeflow", "values")}
+    crds = {name for _, name in by_kind(legacy, "CustomResourceDefinition")}
+    assert {"virtualservices.networking.istio.io", "authorizationpolicies.security.istio.io",
+            "telemetries.telemetry.istio.io", "wasmplugins.extensions.istio.io"} <= crds
+    assert all(n.endswith(".istio.io") for n in crds) and len(crds) == 15
+
+
+def test_migrated_names(migrated):
+    assert by_kind(migrated, "MutatingWebhookConfiguration") == {("", "istio-sidecar-injector-kf-1-30")}
+    assert by_kind(migrated, "ValidatingWebhookConfiguration") == {("", "istio-validator-kf-1-30-istio-system")}
+    assert by_kind(migrated, "Deployment") == {("istio-system", "istiod-kf-1-30")}
+    assert by_kind(migrated, "Service") == {("istio-system", "istiod-kf-1-30")}
+    assert all(o["metadata"].get("namespace", "istio-system") == "istio-system" for o in migrated)
+
+
+def test_discovery_address_and_root_namespace(legacy, migrated):
+    mesh = lambda objs, name: yaml.safe_load(next(  # noqa: E731
+        o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name)["data"]["mesh"])
+    assert mesh(legacy, "istio")["defaultConfig"]["discoveryAddress"] == "istiod.kubeflow.svc:15012"
+    new = mesh(migrated, "istio-kf-1-30")
+    assert new["defaultConfig"]["discoveryAddress"] == "istiod-kf-1-30.istio-system.svc:15012"
+    assert new["rootNamespace"] == "kubeflow", "rootNamespacePolicy=keep keeps mesh-wide config where it is"
+    assert render.topology(migrated, "istio-system", "kf-1-30").istiod_address == \
+        "istiod-kf-1-30.istio-system.svc:15012"
+    pilot = next(o for o in legacy if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert render.topology(legacy, "kubeflow", "default").proxy_image == pilot["image"].replace("/pilot:", "/proxyv2:")
+
+
+def test_injector_webhooks_target_their_own_istiod(legacy, migrated):
+    for objects, service in ((legacy, ("kubeflow", "istiod")), (migrated, ("istio-system", "istiod-kf-1-30"))):
+        hooks = [h for o in objects if o["kind"].endswith("WebhookConfiguration") for h in o["webhooks"]]
+        assert hooks and {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
+                          for h in hooks} == {service}
+
+
+def test_render_is_cached(tmp_path, monkeypatch, legacy):
+    monkeypatch.setattr(render, "CACHE_DIR", tmp_path)
+    first = render.render(render.legacy_input(CFG))
+    assert len(list(tmp_path.glob("*.yaml"))) == 1
+    assert render.render(render.legacy_input(CFG)) == first == legacy
