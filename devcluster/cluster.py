@@ -31,7 +31,10 @@ SERVICE_CIDR = "198.18.0.0/16"
 KUBERNETES_SERVICE_IP = "198.18.0.1"
 NODES = 3
 STATE_ROOT = toolchain.REPO / ".state" / "clusters"
-COMPONENTS = ("etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS = ("etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "kwok",
+              "istiod-runner")
+# Components that are this package's Python modules; the others are toolchain binaries of the same name.
+PYTHON_COMPONENTS = {"forward": "devcluster.forward", "istiod-runner": "devcluster.istiod_runner"}
 
 
 class ClusterError(RuntimeError):
@@ -52,14 +55,13 @@ class Cluster:
     # ---- public API -----------------------------------------------------------------------------------------
     def up(self, timeout: float = 120) -> None:
         """Start every component not already running, then wait until nodes are Ready and pods can be created."""
-        for name in COMPONENTS:
-            if name != "forward":
-                toolchain.binary(name)  # fails first, naming `make setup`, when the toolchain is not built
+        for name in [*(n for n in COMPONENTS if n not in PYTHON_COMPONENTS), "pilot-discovery"]:
+            toolchain.binary(name)  # fails first, naming `make setup`, when the toolchain is not built
         self._prepare()
         starters = {
             "etcd": self._start_etcd, "kube-apiserver": self._start_apiserver, "forward": self._start_forward,
             "kube-controller-manager": self._start_controller_manager, "kube-scheduler": self._start_scheduler,
-            "kwok": self._start_kwok,
+            "kwok": self._start_kwok, "istiod-runner": self._start_istiod_runner,
         }
         for name in COMPONENTS:
             if not self.running(name):
@@ -203,7 +205,7 @@ class Cluster:
         listener.listen(128)
         port = listener.getsockname()[1]
         port_file.write_text(str(port))
-        self.start_process("forward", [sys.executable, "-m", "devcluster.forward", f"--fd={listener.fileno()}",
+        self.start_process("forward", [sys.executable, "-m", PYTHON_COMPONENTS["forward"], f"--fd={listener.fileno()}",
                                        "--to=127.0.0.1:6443"], pass_fds=(listener.fileno(),),
                            cwd=toolchain.REPO)
         listener.close()
@@ -242,6 +244,10 @@ class Cluster:
             # Renew node Leases (the heartbeat-with-lease stage only refreshes node status every few minutes).
             "--node-lease-duration-seconds=40",
         ], env={**os.environ, "HOME": str(self.dir)})
+
+    def _start_istiod_runner(self) -> None:
+        self.start_process("istiod-runner", [sys.executable, "-m", PYTHON_COMPONENTS["istiod-runner"],
+                                             f"--cluster={self.name}"], cwd=toolchain.REPO)
 
     def _extra_components(self) -> list[str]:
         """Processes started by others into this cluster (the istiod runner and its istiods)."""
