@@ -30,7 +30,7 @@ def cluster():
     c.down(purge=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def kubectl(cluster):
     env = cluster.env()
 
