@@ -25,7 +25,7 @@ toolchain:
 	tools/build-toolchain.sh >/dev/null
 
 demo: setup
-	$(PY) -m demo --cluster $(CLUSTER)
+	$(PY) -m demo
 
 test: setup
 	$(PY) -m pytest tests

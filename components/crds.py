@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import pulumi
 
 from components import PACKAGE
-from components.objects import declare
+from components.objects import adoptable, declare
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,8 @@ class IstioCrds(pulumi.ComponentResource):
         self.crds = {}
         for crd in args.crds:
             crd_name = crd["metadata"]["name"]
-            self.crds[crd_name] = declare(name, with_live_metadata(crd, args.live_metadata.get(crd_name)),
+            declared = with_live_metadata(crd, args.live_metadata.get(crd_name))
+            self.crds[crd_name] = declare(name, adoptable(declared) if args.adopt else declared,
                                           pulumi.ResourceOptions(parent=self, retain_on_delete=True,
                                                                  import_=crd_name if args.adopt else None))
         self.register_outputs({"names": sorted(self.crds)})

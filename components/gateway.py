@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from components import PACKAGE
-from components.objects import declare, object_id
+from components.objects import adoptable, child_options, declare, object_id
 
 WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
@@ -100,7 +100,13 @@ class IngressGateway(pulumi.ComponentResource):
         super().__init__(f"{PACKAGE}:kubeflow:IngressGateway", name, None, opts)
         self.resources = {}
         for obj in gateway_objects(args):
+            if args.adopt and obj["kind"] == "Gateway":
+                continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
             self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(
-                name, obj, pulumi.ResourceOptions(parent=self, import_=object_id(obj) if args.adopt else None))
+                name, adoptable(obj) if args.adopt else obj,
+                child_options(self, opts, import_=object_id(obj) if args.adopt else None,
+                              # fields the cluster assigned to the live Service are not ours to change
+                              ignore_changes=["spec.clusterIP", "spec.clusterIPs"]
+                              if args.adopt and obj["kind"] == "Service" else None))
         self.deployment = self.resources[f"Deployment/{WORKLOAD}"]
         self.register_outputs({"namespace": args.namespace, "istiodAddress": args.istiod_address})

@@ -41,6 +41,26 @@ _FIELDS = {"metadata": "metadata", "spec": "spec", "data": "data", "binaryData":
            "automountServiceAccountToken": "automount_service_account_token"}
 
 
+# Adopting an object takes over fields another field manager (istioctl's "istio-operator", kubectl, a charm) set
+# with server-side apply; pulumi-kubernetes does that only when the object carries this annotation.
+ADOPT_ANNOTATIONS = {"pulumi.com/patchForce": "true"}
+
+
+def adoptable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """obj annotated so that this program may take ownership of fields others applied."""
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {**(meta.get("annotations") or {}), **ADOPT_ANNOTATIONS}
+    return {**obj, "metadata": meta}
+
+
+def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, **extra) -> pulumi.ResourceOptions:
+    """Options for a component's child: parented, and depending on whatever the component depends on, so the
+    engine orders each child after the component's dependencies (not only the component itself)."""
+    depends_on = list(opts.depends_on or []) if opts and isinstance(opts.depends_on, list) else []
+    depends_on += extra.pop("depends_on", [])
+    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on, **extra)
+
+
 def object_id(obj: Mapping[str, Any]) -> str:
     """The id pulumi-kubernetes uses for import: `name` (cluster-scoped) or `namespace/name`."""
     meta = obj["metadata"]

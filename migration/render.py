@@ -114,6 +114,8 @@ class Topology:
 
     istiod_address: str
     """host:port sidecars and gateways use for config and certificates (istiod[-rev].<ns>.svc:15012)."""
+    istiod_service: str
+    """Name of istiod's Service (what webhooks call)."""
     proxy_image: str
     """The proxyv2 image matching the rendered istiod image (same hub and tag)."""
     injector_webhook: str
@@ -135,7 +137,7 @@ def topology(objects: list[dict[str, Any]], namespace: str, revision: str) -> To
     service = one("Service")["metadata"]
     image = istiod["spec"]["template"]["spec"]["containers"][0]["image"]
     hub, tag = image.rsplit("/pilot:", 1)
-    return Topology(istiod_address=f"{service['name']}.{service['namespace']}.svc:15012",
+    return Topology(istiod_address=f"{service['name']}.{service['namespace']}.svc:15012", istiod_service=service["name"],
                     proxy_image=f"{hub}/proxyv2:{tag}",
                     injector_webhook=one("MutatingWebhookConfiguration")["metadata"]["name"],
                     validator_webhook=one("ValidatingWebhookConfiguration")["metadata"]["name"])

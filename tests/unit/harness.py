@@ -14,6 +14,10 @@ from devcluster.toolchain import REPO
 from migration.config import PROJECT
 
 
+def _no_cluster(*_):
+    raise AssertionError("this test gave run_program no recorded LiveMesh, but the program read the cluster")
+
+
 class Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         return [args.resource_id or f"{args.name}-id", args.inputs]
@@ -49,11 +53,14 @@ class Registered:
         return self.inputs.get("metadata", {}).get("name", "")
 
 
-def run_program(stack: str, config: dict[str, Any], registered: list[Registered] | None = None) -> list[Registered]:
+def run_program(stack: str, config: dict[str, Any], registered: list[Registered] | None = None,
+                live=None) -> list[Registered]:
     """Run the program for stack with config (values JSON-encoded unless strings); return its registrations.
 
     Registrations are also appended to `registered` as they happen, so a caller still sees them if the program
-    raises."""
+    raises. `live` (a migration.discovery.LiveMesh) stands in for the cluster that preflight reads."""
+    from migration import discovery
+    discovery.read = (lambda *_: live) if live is not None else _no_cluster
     pulumi.runtime.set_mocks(Mocks(), project=PROJECT, stack=stack, preview=False)
     monitor = settings.get_monitor()
     registered = [] if registered is None else registered

@@ -8,17 +8,20 @@ import pytest
 
 from migration.webhooks import injectors, matching_webhooks
 from tests.unit.harness import run_program
+from tests.unit.live_mesh import charm_install
 
 STACKS = {"legacy": {"topology": "legacy"}, "migrated": {"topology": "migrated"}}
 
 
 @pytest.fixture(scope="module", params=sorted(STACKS))
 def stack(request):
-    return request.param, run_program(request.param, STACKS[request.param])
+    live = charm_install() if request.param == "migrated" else None
+    return request.param, run_program(request.param, STACKS[request.param], live=live)
 
 
 def objects(registered, kind=None):
-    return {(r.kind, r.namespace, r.object_name) for r in registered if r.custom and kind in (None, r.kind)}
+    return {(r.kind, r.namespace, r.object_name) for r in registered
+            if r.type.startswith("kubernetes:") and kind in (None, r.kind)}
 
 
 def test_exact_resource_set(stack):
@@ -44,25 +47,36 @@ def test_exact_resource_set(stack):
         ("ValidatingWebhookConfiguration", "", "istio-validator-kubeflow" if name == "legacy"
          else "istio-validator-kf-1-30-istio-system")}
     if name == "migrated":
-        expected_control_plane.add(("Namespace", "", "istio-system"))
+        expected_control_plane |= {("Namespace", "", "istio-system"), ("Secret", "istio-system", "istio-ca-secret"),
+                                   ("MutatingWebhookConfiguration", "", "istio-revision-tag-default-kubeflow"),
+                                   ("ValidatingWebhookConfiguration", "", "istiod-default-validator")}
     gateway = {("ServiceAccount", "kubeflow", "istio-ingressgateway-workload-service-account"),
                ("Role", "kubeflow", "istio-ingressgateway-workload-sds"),
                ("RoleBinding", "kubeflow", "istio-ingressgateway-workload-sds"),
                ("Deployment", "kubeflow", "istio-ingressgateway-workload"),
                ("Service", "kubeflow", "istio-ingressgateway-workload"),
                ("Service", "kubeflow", "istio-gateway-metrics"),
-               ("PodDisruptionBudget", "kubeflow", "istio-ingressgateway-workload"),
-               ("Gateway", "kubeflow", "kubeflow-gateway")}
+               ("PodDisruptionBudget", "kubeflow", "istio-ingressgateway-workload")}
+    if name == "legacy":
+        gateway.add(("Gateway", "kubeflow", "kubeflow-gateway"))  # migrated leaves the Gateway CR untouched
     assert control_plane == expected_control_plane | gateway
 
 
 def test_every_resource_is_parented_to_its_component(stack):
     _, registered = stack
     components = {r.urn: r.type for r in registered if not r.custom}
-    assert sorted(components.values()) == ["kfistio:istio:ControlPlane", "kfistio:istio:Crds",
-                                           "kfistio:kubeflow:IngressGateway"]
+    expected = ["kfistio:istio:ControlPlane", "kfistio:istio:Crds", "kfistio:kubeflow:IngressGateway"]
+    if stack[0] == "migrated":
+        expected += ["kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch"]
+    assert sorted(components.values()) == sorted(expected)
     for r in registered:
-        if r.custom:
+        if r.type.startswith("command:"):
+            assert components.get(r.parent, "stack") == ("kfistio:migration:Rollouts" if r.name.startswith(
+                "rollout-") else "stack"), r.name
+        elif r.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration") and \
+                not r.name.startswith("control-plane"):
+            assert components.get(r.parent) == "kfistio:migration:WebhookSwitch", r.name
+        elif r.custom:
             expected = {"CustomResourceDefinition": "kfistio:istio:Crds"}.get(r.kind)
             if r.object_name.startswith("istio-ingressgateway") or r.object_name in (
                     "istio-gateway-metrics", "kubeflow-gateway"):
@@ -78,6 +92,9 @@ def test_crds_are_retained_in_both_stacks_and_adopted_in_migrated(stack):
         assert all(r.import_id == r.object_name for r in crds), "migrated adopts the live CRDs by name"
         gateway = [r for r in registered if r.namespace == "kubeflow"]
         assert gateway and all(r.import_id == f"kubeflow/{r.object_name}" for r in gateway)
+        crd = next(r for r in registered if r.object_name == "virtualservices.networking.istio.io")
+        assert crd.inputs["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep", "live metadata kept"
+        assert crd.inputs["metadata"]["labels"]["app"] == "istio"
     else:
         assert not any(r.import_id for r in registered), "legacy creates what it declares"
 
@@ -85,7 +102,16 @@ def test_crds_are_retained_in_both_stacks_and_adopted_in_migrated(stack):
 def test_dependency_order(stack):
     _, registered = stack
     by_urn = {r.urn: r for r in registered}
-    kinds_before = lambda r: {by_urn[d].kind for d in r.dependencies if d in by_urn}  # noqa: E731
+
+    def kinds_before(r, seen=None):
+        """Kinds of everything r waits for, directly or through its dependencies (and theirs)."""
+        seen = set() if seen is None else seen
+        for d in r.dependencies:
+            if d in by_urn and d not in seen:
+                seen.add(d)
+                kinds_before(by_urn[d], seen)
+        return {by_urn[d].kind for d in seen}
+
     for r in registered:
         if r.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             assert {"Deployment", "Service"} <= kinds_before(r), f"{r.name} must wait for istiod"
@@ -106,4 +132,33 @@ def test_no_two_injectors_match_one_namespace(stack):
                 {"istio.io/rev": "default"}, {"istio.io/rev": "kf-1-30"}]
     for ns_labels, pod_labels in itertools.product(label_sets, pod_sets):
         assert len(matching_webhooks(configs, ns_labels, pod_labels)) <= 1, (ns_labels, pod_labels)
-    assert len(matching_webhooks(configs, {"istio-injection": "enabled"})) == (1 if stack[0] == "legacy" else 0)
+    assert len(matching_webhooks(configs, {"istio-injection": "enabled"})) == 1, "legacy: its own; migrated: the switched one"
+
+
+def test_migration_steps_are_ordered():
+    """serving check -> webhook switch -> gateway and rollouts -> verification -> teardown, each child included."""
+    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    by_urn = {r.urn: r for r in registered}
+    names = lambda r: {by_urn[d].name for d in r.dependencies if d in by_urn}  # noqa: E731
+    named = {r.name: r for r in registered}
+    switch = [r for r in registered if r.name.startswith("webhook-switch-")]
+    assert len(switch) == 2 and all("new-istiod-serving" in names(r) for r in switch)
+    assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["new-istiod-serving"])
+    assert "control-plane-secret-istio-system-istio-ca-secret" in names(
+        named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
+    rollouts = [r for r in registered if r.name.startswith("rollout-")]
+    assert len(rollouts) == 4
+    assert all({s.name for s in switch} <= names(r) for r in rollouts), "every restart follows the switch"
+    gateway_deployment = named["ingress-gateway-deployment-kubeflow-istio-ingressgateway-workload"]
+    assert {s.name for s in switch} <= names(gateway_deployment)
+    assert {r.name for r in rollouts} | {gateway_deployment.name} <= names(named["verify-sidecars"])
+    assert names(named["teardown-legacy-control-plane"]) == {"verify-sidecars"}
+    assert all(r.retain_on_delete for r in switch), "destroying the stack never leaves zero injectors"
+
+
+def test_bounded_parallelism():
+    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, live=charm_install())
+    rollouts = [r for r in registered if r.name.startswith("rollout-")]
+    by_urn = {r.urn: r.name for r in registered}
+    chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
+    assert sorted(chained) == [0, 1, 1, 1], "with parallelism 1 the restarts form one chain"

@@ -1,0 +1,1 @@
+"""The main job: a Kubeflow-like mesh on the embedded cluster, migrated legacy -> migrated, then verified."""

@@ -1,0 +1,92 @@
+"""A Kubeflow-like legacy mesh, built the way a Charmed Kubeflow cluster has it.
+
+The control plane comes from the istio-pilot charm's own command (`istioctl install` with its flags), the gateway
+from the istio-gateway charm's objects (components.gateway), and user configuration from what Kubeflow creates:
+profile namespaces labelled for injection with workloads, an `ns-owner-access-istio` AuthorizationPolicy each,
+VirtualServices bound to kubeflow/kubeflow-gateway, and mesh-wide config in the kubeflow namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+
+import yaml
+
+from components.gateway import GatewayArgs, gateway_objects
+
+CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
+                 "--set", "values.global.istioNamespace=kubeflow", "--set", "meshConfig.accessLogFile=/dev/stdout"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FixtureSize:
+    profiles: int = 5
+    """Profile namespaces labelled istio-injection=enabled."""
+    deployments: int = 3
+    """Deployments per profile namespace (one replica each)."""
+
+
+def profile_namespaces(size: FixtureSize) -> list[str]:
+    return [f"kubeflow-user-{i:03d}" for i in range(size.profiles)]
+
+
+def _apply(env: dict[str, str], objects: list[dict]) -> None:
+    subprocess.run(["kubectl", "apply", "--server-side", "-f", "-"], input=yaml.safe_dump_all(objects), env=env,
+                   check=True, capture_output=True, text=True)
+
+
+def user_objects(size: FixtureSize) -> list[dict]:
+    """What Kubeflow users and its profile controller create (pure)."""
+    objs: list[dict] = []
+    for ns in profile_namespaces(size):
+        objs.append({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": ns, "labels": {"istio-injection": "enabled", "app.kubernetes.io/part-of":
+                                                         "kubeflow-profile"}}})
+        objs.append({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+                     "metadata": {"name": "ns-owner-access-istio", "namespace": ns},
+                     "spec": {"rules": [{"from": [{"source": {"principals": [
+                         "cluster.local/ns/kubeflow/sa/istio-ingressgateway-workload-service-account"]}}]}]}})
+        for d in range(size.deployments):
+            name = f"notebook-{d}"
+            objs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+                         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                                  "template": {"metadata": {"labels": {"app": name}},
+                                               "spec": {"terminationGracePeriodSeconds": 1,
+                                                        "containers": [{"name": "main", "image": "jupyter"}]}}}})
+            objs.append({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+                         "metadata": {"name": name, "namespace": ns},
+                         "spec": {"gateways": ["kubeflow/kubeflow-gateway"], "hosts": ["*"],
+                                  "http": [{"match": [{"uri": {"prefix": f"/notebook/{ns}/{name}/"}}],
+                                            "route": [{"destination": {"host": f"{name}.{ns}.svc.cluster.local",
+                                                                       "port": {"number": 80}}}]}]}})
+    objs += [
+        {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+         "metadata": {"name": "ml-pipeline", "namespace": "kubeflow"},
+         "spec": {"host": "ml-pipeline.kubeflow.svc.cluster.local", "trafficPolicy": {"tls": {"mode": "ISTIO_MUTUAL"}}}},
+        {"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
+         "metadata": {"name": "default", "namespace": "kubeflow"}, "spec": {"mtls": {"mode": "PERMISSIVE"}}},
+        {"apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
+         "metadata": {"name": "istio-pilot-authn-filter", "namespace": "kubeflow"},
+         "spec": {"workloadSelector": {"labels": {"istio": "ingressgateway"}},
+                  "configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "GATEWAY"},
+                                     "patch": {"operation": "INSERT_BEFORE",
+                                               "value": {"name": "envoy.filters.http.ext_authz"}}}]}},
+    ]
+    return objs
+
+
+def build(env: dict[str, str], size: FixtureSize) -> None:
+    """Install the legacy mesh the charms' way, then the user objects; waits until every workload is Available."""
+    subprocess.run(["kubectl", "create", "namespace", "kubeflow"], env=env, capture_output=True)  # the Juju model
+    subprocess.run(CHARM_INSTALL, env=env, check=True, capture_output=True, text=True)
+    proxy_image = subprocess.run(
+        ["kubectl", "-n", "kubeflow", "get", "deploy", "istiod", "-o", "jsonpath={.spec.template.spec.containers[0].image}"],
+        env=env, check=True, capture_output=True, text=True).stdout.replace("/pilot:", "/proxyv2:")
+    _apply(env, gateway_objects(GatewayArgs(namespace="kubeflow", istiod_address="istiod.kubeflow.svc:15012",
+                                            revision="default", proxy_image=proxy_image,
+                                            gateway_cr_namespace="kubeflow")))
+    _apply(env, user_objects(size))
+    for ns in ["kubeflow", *profile_namespaces(size)]:
+        subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
+                        "--timeout=300s"], env=env, check=True, capture_output=True, text=True)

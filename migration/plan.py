@@ -1,0 +1,144 @@
+"""The migration plan: a pure function of the live mesh, the config and the rendered control planes.
+
+It decides what the migrated stack adopts (CRDs, the default injector and validator), what it copies (the CA), what
+it restarts (every Deployment in an injection-enabled namespace) and what it removes afterwards (the rendered legacy
+control plane, except the webhooks it retargeted). It refuses, naming the object, whenever moving on could lose
+user configuration or leave a namespace with two injectors or none. Everything it returns is stable across runs,
+so a second `pulumi up` after a completed migration changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Mapping
+
+from migration.config import MigrationConfig
+from migration.discovery import LiveMesh
+from migration.webhooks import matching_webhooks
+
+DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+class PreflightRefused(RuntimeError):
+    """The cluster is not in a state this program can migrate safely; nothing was changed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationPlan:
+    crd_metadata: dict[str, dict[str, Any]]
+    """CRD name -> live {labels, annotations} to keep when adopting."""
+    ca_secret: dict[str, Any]
+    """The CA Secret to create in the target namespace (same data as the source's)."""
+    default_injector: dict[str, Any]
+    """The live default-path injector, retargeted at the new istiod (declared over the live object)."""
+    default_validator: dict[str, Any] | None
+    """The live default validator retargeted the same way, if the install has one."""
+    rollouts: tuple[tuple[str, str], ...]
+    """(namespace, Deployment) to restart so the new istiod re-injects them."""
+    teardown: tuple[tuple[str, str, str], ...]
+    """(kind, namespace, name) of the old control plane, removed once every sidecar uses the new istiod."""
+
+
+def _service(hook: Mapping[str, Any]) -> tuple[str, str]:
+    svc = hook.get("clientConfig", {}).get("service") or {}
+    return svc.get("namespace", ""), svc.get("name", "")
+
+
+def _adoptable(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A live object reduced to what a declaration carries (no status, uid, resourceVersion, managedFields)."""
+    meta = obj["metadata"]
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in DROPPED_ANNOTATIONS}
+    clean = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+             "metadata": {"name": meta["name"], "labels": dict(meta.get("labels") or {})},
+             "webhooks": copy.deepcopy(obj.get("webhooks") or [])}
+    if annotations:
+        clean["metadata"]["annotations"] = annotations
+    return clean
+
+
+def retarget(obj: Mapping[str, Any], kind: str, namespace: str, service: str, revision: str) -> dict[str, Any]:
+    """obj with every webhook sent to namespace/service and labelled for revision, so that the new istiod (not the
+    old) keeps its caBundle current. One object, one API write: the switch has no in-between state."""
+    new = _adoptable(obj, kind)
+    new["metadata"]["labels"]["istio.io/rev"] = revision
+    for hook in new["webhooks"]:
+        hook["clientConfig"]["service"]["namespace"] = namespace
+        hook["clientConfig"]["service"]["name"] = service
+    return new
+
+
+def _default_injector(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
+    probe = {"istio-injection": "enabled"}
+    hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, probe)}
+    if len(hits) != 1:
+        raise PreflightRefused(
+            f"expected exactly one MutatingWebhookConfiguration injecting namespaces labelled istio-injection=enabled,"
+            f" found {sorted(hits) or 'none'}; fix the injectors (istioctl analyze, IST0139) before migrating")
+    return next(w for w in live.mutating_webhooks if w["metadata"]["name"] in hits)
+
+
+def _default_validator(live: LiveMesh) -> dict[str, Any] | None:
+    defaults = [w for w in live.validating_webhooks if w["metadata"]["name"].startswith("istiod-default-validator")]
+    return defaults[0] if defaults else None
+
+
+def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> None:
+    if cfg.source_namespace not in live.namespaces:
+        raise PreflightRefused(f"source namespace {cfg.source_namespace} does not exist; set "
+                               f"kf-istio-migrate:sourceNamespace to the namespace that runs istiod")
+    if not live.crds:
+        raise PreflightRefused("no Istio CRDs (*.istio.io) on the cluster: there is no mesh to migrate")
+    serving = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in live.istiod_deployments}
+    if not any(ns == cfg.source_namespace for ns, _ in serving) and \
+            not any(ns == cfg.target_namespace and name == new_service for ns, name in serving):
+        raise PreflightRefused(f"no istiod Deployment in {cfg.source_namespace}; nothing to migrate from there")
+    foreign = sorted(name for ns, name in serving if ns == cfg.target_namespace and name != new_service)
+    if foreign:
+        raise PreflightRefused(f"{cfg.target_namespace} already runs istiod Deployment(s) {foreign} that this "
+                               f"program does not own; remove them or choose another targetNamespace")
+    source_ca, target_ca = live.ca_secrets.get(cfg.source_namespace, {}), live.ca_secrets.get(cfg.target_namespace, {})
+    for name, data in target_ca.items():
+        if name in source_ca and data.get("ca-cert.pem") != source_ca[name].get("ca-cert.pem"):
+            raise PreflightRefused(f"Secret {cfg.target_namespace}/{name} holds a different root certificate than "
+                                   f"{cfg.source_namespace}/{name}: two roots would break mTLS between old and new "
+                                   f"sidecars; delete it (the migration copies the source CA)")
+    for ns, labels in sorted(live.namespaces.items()):
+        hits = matching_webhooks(live.mutating_webhooks, labels)
+        if len({name for name, _ in hits}) > 1:
+            raise PreflightRefused(f"namespace {ns} is already matched by several injectors {hits}; "
+                                   f"fix that before migrating")
+
+
+def _ca_secret(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
+    source = live.ca_secrets.get(cfg.source_namespace, {})
+    name = "cacerts" if "cacerts" in source else "istio-ca-secret"
+    if name not in source:
+        raise PreflightRefused(f"no CA Secret (cacerts or istio-ca-secret) in {cfg.source_namespace}: the new "
+                               f"istiod would mint a second root and break mTLS; let istiod create its CA first")
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": cfg.target_namespace},
+              "data": dict(source[name])}
+    if name == "istio-ca-secret":
+        secret["type"] = "istio.io/ca-root"
+    return secret
+
+
+def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
+         ) -> MigrationPlan:
+    """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service)."""
+    _refuse_unsafe(live, cfg, new_service)
+    injector = retarget(_default_injector(live, cfg), "MutatingWebhookConfiguration", cfg.target_namespace,
+                        new_service, cfg.revision)
+    validator = _default_validator(live)
+    if validator is not None:
+        validator = retarget(validator, "ValidatingWebhookConfiguration", cfg.target_namespace, new_service,
+                             cfg.revision)
+    switched = {injector["metadata"]["name"], (validator or {}).get("metadata", {}).get("name")}
+    teardown = tuple(sorted((o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+                            for o in legacy_objects if o["kind"] != "CustomResourceDefinition"
+                            and o["metadata"]["name"] not in switched))
+    return MigrationPlan(
+        crd_metadata={n: {"labels": c["labels"], "annotations": c["annotations"]} for n, c in live.crds.items()},
+        ca_secret=_ca_secret(live, cfg), default_injector=injector, default_validator=validator,
+        rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
+        teardown=teardown)

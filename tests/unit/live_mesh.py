@@ -1,0 +1,39 @@
+"""A recorded live mesh for planning tests: what preflight reads after the charm's `istioctl install`."""
+
+from __future__ import annotations
+
+import copy
+
+from migration import render
+from migration.config import from_mapping
+from migration.discovery import LiveMesh
+
+PROFILES = ("kubeflow-user-000", "kubeflow-user-001")
+CA = {"ca-cert.pem": "Uk9PVA==", "ca-key.pem": "S0VZ", "root-cert.pem": "Uk9PVA==", "cert-chain.pem": ""}
+
+
+def charm_install() -> LiveMesh:
+    """Istio as `istioctl install` leaves it (active tag injector, deactivated revision injector, default
+    validator), istiod's CA Secret, and two injected profile namespaces with two workloads each."""
+    objects = render.render(render.legacy_input(from_mapping({"topology": "legacy"})))
+    injector = next(o for o in objects if o["kind"] == "MutatingWebhookConfiguration")
+    tag = copy.deepcopy(injector)
+    tag["metadata"]["name"] = "istio-revision-tag-default-kubeflow"
+    tag["metadata"]["labels"]["istio.io/tag"] = "default"
+    never = {"matchLabels": {"istio.io/deactivated": "never-match"}}
+    for hook in injector["webhooks"]:
+        hook["namespaceSelector"], hook["objectSelector"] = never, never
+    validator = next(o for o in objects if o["kind"] == "ValidatingWebhookConfiguration")
+    default_validator = copy.deepcopy(validator)
+    default_validator["metadata"]["name"] = "istiod-default-validator"
+    default_validator["webhooks"][0]["objectSelector"] = {
+        "matchExpressions": [{"key": "istio.io/rev", "operator": "DoesNotExist"}]}
+    return LiveMesh(
+        namespaces={"kubeflow": {}, "default": {}, **{ns: {"istio-injection": "enabled"} for ns in PROFILES}},
+        crds={c["metadata"]["name"]: {"uid": f"uid-{c['metadata']['name']}", "labels": {"app": "istio"},
+                                      "annotations": {"helm.sh/resource-policy": "keep"}}
+              for c in render.crds(objects)},
+        istiod_deployments=[o for o in objects if o["kind"] == "Deployment"],
+        mutating_webhooks=[injector, tag], validating_webhooks=[validator, default_validator],
+        services={("kubeflow", "istiod")}, ca_secrets={"kubeflow": {"istio-ca-secret": dict(CA)}},
+        workloads={ns: ["notebook-0", "notebook-1"] for ns in PROFILES})
