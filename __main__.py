@@ -10,6 +10,7 @@ from components.control_plane import ControlPlaneArgs, IstioControlPlane
 from components.crds import IstioCrds, IstioCrdsArgs
 from components.gateway import GatewayArgs, IngressGateway
 from migration import config, discovery, plan, render
+from migration.guard import Guard, protected
 from migration.transition import (Rollouts, RolloutsArgs, WebhookSwitch, WebhookSwitchArgs, serving_command,
                                   teardown_command, verification_command)
 
@@ -38,7 +39,7 @@ extra = (dict(steps.ca_secret, data=pulumi.Output.secret(steps.ca_secret["data"]
 control_plane = IstioControlPlane("control-plane", ControlPlaneArgs(
     namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
     objects=tuple(render.control_plane(rendered)) + extra,
-    create_namespace=migrated or cfg.create_source_namespace, depends_on=[crds]))
+    create_namespace=migrated or cfg.create_source_namespace, depends_on=[crds], mark=protected if migrated else dict))
 gateway_after = [control_plane]
 if steps:
     # Phase 3: once the new istiod serves, point the default injector and validator at it (one write each).
@@ -61,7 +62,10 @@ if steps:
     verified = verification_command("verify-sidecars", topology.istiod_address,
                                     sorted({ns for ns, _ in steps.rollouts}), cfg.gateway_namespace,
                                     pulumi.ResourceOptions(depends_on=[rollouts, gateway]))
-    teardown_command("teardown-legacy-control-plane", steps.teardown, pulumi.ResourceOptions(depends_on=[verified]))
+    teardown = teardown_command("teardown-legacy-control-plane", steps.teardown,
+                                pulumi.ResourceOptions(depends_on=[verified]))
+    # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
+    Guard("guard", opts=pulumi.ResourceOptions(depends_on=[crds, control_plane, switch, teardown]))
     pulumi.export("restartedWorkloads", len(steps.rollouts))
     pulumi.export("removedLegacyObjects", len(steps.teardown))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pulumi
 
@@ -41,6 +41,8 @@ class ControlPlaneArgs:
     """Declare the namespace too (false where another owner, e.g. a Juju model, created it)."""
     depends_on: Sequence[pulumi.Resource] = ()
     """Resources that must exist first (the CRDs)."""
+    mark: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    """Applied to every object before it is declared (the migrated stack labels its plane for the guard)."""
 
 
 class IstioControlPlane(pulumi.ComponentResource):
@@ -48,14 +50,14 @@ class IstioControlPlane(pulumi.ComponentResource):
         super().__init__(f"{PACKAGE}:istio:ControlPlane", name, None, opts)
         previous: list[pulumi.Resource] = list(args.depends_on)
         if args.create_namespace:
-            namespace = declare(name, {"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": args.namespace}},
+            namespace = declare(name, args.mark({"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": args.namespace}}),
                                 pulumi.ResourceOptions(parent=self, depends_on=previous))
             previous = [namespace]
         self.resources: dict[str, pulumi.Resource] = {}
         for index in range(len(PHASES)):
             phase = [obj for obj in args.objects if phase_of(obj) == index]
-            declared = [declare(name, obj, pulumi.ResourceOptions(parent=self, depends_on=previous))
+            declared = [declare(name, args.mark(dict(obj)), pulumi.ResourceOptions(parent=self, depends_on=previous))
                         for obj in phase]
             self.resources.update({f"{obj['kind']}/{obj['metadata']['name']}": res
                                    for obj, res in zip(phase, declared)})

@@ -8,7 +8,9 @@ with the cluster, inside its network namespace) keeps one `pilot-discovery` proc
     written where istiod reads plugged-in CA files (./etc/cacerts);
   - listening on the pod's IP (put on the namespace's lo), so the apiserver, which calls webhooks at endpoint
     addresses (--enable-aggregator-routing), reaches it through the normal Service -> EndpointSlice path;
-  - stopped when the pod goes away (Deployment deleted or scaled to zero), restarted if it dies.
+  - stopped when the pod goes away (Deployment deleted or scaled to zero), restarted if it dies;
+  - the pod's Ready condition follows istiod's own readiness endpoint (what its readinessProbe checks), so the
+    Deployment is Available only once istiod really serves -- kwok alone would mark it Ready at once.
 Each process logs to logs/istiod-<namespace>-<pod>.log in the cluster's state directory.
 """
 
@@ -22,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.request
 
 from kubernetes import client, config
 
@@ -65,6 +68,15 @@ def discovery_args(container: client.V1Container, pod_ip: str, kubeconfig: pathl
     return args
 
 
+def istiod_ready(pod_ip: str) -> bool:
+    """istiod's readiness endpoint (httpAddr /ready), as its readinessProbe checks it."""
+    try:
+        with urllib.request.urlopen(f"http://{pod_ip}:{LISTENERS['httpAddr']}/ready", timeout=1) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
 class Runner:
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
@@ -76,7 +88,7 @@ class Runner:
 
     def reconcile(self) -> None:
         pods = self.core.list_pod_for_all_namespaces(label_selector="app=istiod").items
-        wanted = {p.metadata.uid: p for p in pods if p.status.phase == "Running" and p.status.pod_ip
+        wanted = {p.metadata.uid: p for p in pods if p.status.phase in ("Pending", "Running") and p.status.pod_ip
                   and p.metadata.deletion_timestamp is None}
         for uid in list(self.processes):
             if uid not in wanted:
@@ -92,6 +104,22 @@ class Runner:
                 del self.processes[uid]
             if time.monotonic() >= self.restarts.get(uid, 0):
                 self._start(pod)
+        for uid, pod in wanted.items():
+            proc = self.processes.get(uid)
+            self._set_ready(pod, proc is not None and proc.poll() is None and istiod_ready(pod.status.pod_ip))
+
+    def _set_ready(self, pod: client.V1Pod, ready: bool) -> None:
+        """Make the pod's Ready and ContainersReady conditions say whether its istiod serves (once kwok ran it)."""
+        if pod.status.phase != "Running":
+            return
+        current = {c.type: c.status for c in pod.status.conditions or []}
+        want = "True" if ready else "False"
+        if current.get("Ready") == want and current.get("ContainersReady") == want:
+            return
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        conditions = [{"type": t, "status": want, "lastTransitionTime": now} for t in ("Ready", "ContainersReady")]
+        self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace,
+                                              {"status": {"conditions": conditions}})
 
     def _start(self, pod: client.V1Pod) -> None:
         ns, name, ip = pod.metadata.namespace, pod.metadata.name, pod.status.pod_ip

@@ -12,6 +12,7 @@ import pulumi_command as command
 
 from components import PACKAGE
 from components.objects import adoptable, child_options, declare
+from migration.guard import protected
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,7 @@ class WebhookSwitch(pulumi.ComponentResource):
     def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
         hooks = [args.injector] + ([args.validator] if args.validator else [])
-        self.webhooks = [declare(name, adoptable(hook), child_options(
+        self.webhooks = [declare(name, protected(adoptable(hook)), child_options(
             self, opts, import_=hook["metadata"]["name"], retain_on_delete=True)) for hook in hooks]
         self.register_outputs({"switched": [h["metadata"]["name"] for h in hooks]})
 

@@ -54,3 +54,24 @@ def test_sampler_ran_at_least_twice_a_second(migration):
     samples = migration["samples"]
     span = samples[-1]["t"] - samples[0]["t"]
     assert len(samples) >= 2 * span, f"{len(samples)} samples over {span:.0f}s"
+
+
+def test_guard_denies_deleting_a_crd(migration):
+    env = migration["env"]
+    denied = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
+    assert denied.returncode != 0 and "kf-istio-migrate protects" in denied.stderr
+    assert run(["kubectl", "get", "crd", "virtualservices.networking.istio.io"], env).returncode == 0
+
+
+def test_old_charm_purge_loses_nothing(migration):
+    """The istio-pilot charm's remove hook: `istioctl uninstall --purge -y`. It must not cost a CR or the mesh."""
+    env = migration["env"]
+    before = snapshot(env)
+    run(["istioctl", "uninstall", "--purge", "-y"], env, check=False, timeout=300)
+    after = snapshot(env)
+    assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
+    run(["kubectl", "-n", "istio-system", "wait", "deploy/istiod-kf-1-30", "--for=condition=Available",
+         "--timeout=30s"], env)
+    injected = run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "run", "after-purge", "--image=x",
+                    "-o", "jsonpath={.spec.containers[*].name}"], env)
+    assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"

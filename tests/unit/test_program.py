@@ -49,7 +49,9 @@ def test_exact_resource_set(stack):
     if name == "migrated":
         expected_control_plane |= {("Namespace", "", "istio-system"), ("Secret", "istio-system", "istio-ca-secret"),
                                    ("MutatingWebhookConfiguration", "", "istio-revision-tag-default-kubeflow"),
-                                   ("ValidatingWebhookConfiguration", "", "istiod-default-validator")}
+                                   ("ValidatingWebhookConfiguration", "", "istiod-default-validator"),
+                                   ("ValidatingAdmissionPolicy", "", "kfistio-protect-istio"),
+                                   ("ValidatingAdmissionPolicyBinding", "", "kfistio-protect-istio")}
     gateway = {("ServiceAccount", "kubeflow", "istio-ingressgateway-workload-service-account"),
                ("Role", "kubeflow", "istio-ingressgateway-workload-sds"),
                ("RoleBinding", "kubeflow", "istio-ingressgateway-workload-sds"),
@@ -67,7 +69,7 @@ def test_every_resource_is_parented_to_its_component(stack):
     components = {r.urn: r.type for r in registered if not r.custom}
     expected = ["kfistio:istio:ControlPlane", "kfistio:istio:Crds", "kfistio:kubeflow:IngressGateway"]
     if stack[0] == "migrated":
-        expected += ["kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch"]
+        expected += ["kfistio:migration:Guard", "kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch"]
     assert sorted(components.values()) == sorted(expected)
     for r in registered:
         if r.type.startswith("command:"):
@@ -76,6 +78,8 @@ def test_every_resource_is_parented_to_its_component(stack):
         elif r.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration") and \
                 not r.name.startswith("control-plane"):
             assert components.get(r.parent) == "kfistio:migration:WebhookSwitch", r.name
+        elif r.kind.startswith("ValidatingAdmissionPolicy"):
+            assert components.get(r.parent) == "kfistio:migration:Guard", r.name
         elif r.custom:
             expected = {"CustomResourceDefinition": "kfistio:istio:Crds"}.get(r.kind)
             if r.object_name.startswith("istio-ingressgateway") or r.object_name in (
@@ -162,3 +166,16 @@ def test_bounded_parallelism():
     by_urn = {r.urn: r.name for r in registered}
     chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
     assert sorted(chained) == [0, 1, 1, 1], "with parallelism 1 the restarts form one chain"
+
+
+def test_guard_protects_the_new_plane_and_comes_last():
+    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    label = lambda r: r.inputs["metadata"].get("labels", {}).get("kfistio.io/protected")  # noqa: E731
+    plane = [r for r in registered if r.parent.endswith("ControlPlane::control-plane")]
+    switched = [r for r in registered if r.name.startswith("webhook-switch-")]
+    assert plane and all(label(r) == "true" for r in plane + switched)
+    assert not any(label(r) for r in registered if r.kind == "Deployment" and r.namespace == "kubeflow")
+    guard = next(r for r in registered if r.kind == "ValidatingAdmissionPolicy")
+    by_urn = {r.urn: r.name for r in registered}
+    assert "teardown-legacy-control-plane" in {by_urn.get(d) for d in guard.dependencies}
+    assert guard.inputs["spec"]["failurePolicy"] == "Fail"
