@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pulumi
 
 from components import PACKAGE
-from components.objects import declare
+from components.objects import adoptable, declare, object_id
 
 # Dependency order: identities and permissions, then config, then the workload and its Service, then the webhooks
 # that send API traffic to it (so no webhook ever points at an istiod that is not Available yet).
@@ -41,6 +41,8 @@ class ControlPlaneArgs:
     """Declare the namespace too (false where another owner, e.g. a Juju model, created it)."""
     depends_on: Sequence[pulumi.Resource] = ()
     """Resources that must exist first (the CRDs)."""
+    adopt: frozenset[tuple[str, str, str]] = frozenset()
+    """(kind, namespace, name) of objects already on the cluster: imported (and taken over), not created."""
     mark: Callable[[dict[str, Any]], dict[str, Any]] = dict
     """Applied to every object before it is declared (the migrated stack labels its plane for the guard)."""
 
@@ -57,11 +59,18 @@ class IstioControlPlane(pulumi.ComponentResource):
         self.resources: dict[str, pulumi.Resource] = {}
         for index in range(len(PHASES)):
             phase = [obj for obj in args.objects if phase_of(obj) == index]
-            declared = [declare(name, args.mark(dict(obj)), pulumi.ResourceOptions(parent=self, depends_on=previous))
-                        for obj in phase]
+            declared = [self._declare(name, args, obj, previous) for obj in phase]
             self.resources.update({f"{obj['kind']}/{obj['metadata']['name']}": res
                                    for obj, res in zip(phase, declared)})
             previous = declared or previous
         self.istiod = next(res for key, res in self.resources.items() if key.startswith("Deployment/"))
         self.register_outputs({"namespace": args.namespace, "revision": args.revision,
                                "objects": sorted(self.resources)})
+
+    def _declare(self, name: str, args: ControlPlaneArgs, obj: Mapping[str, Any],
+                 previous: list[pulumi.Resource]) -> pulumi.Resource:
+        meta = obj["metadata"]
+        adopt = (obj["kind"], meta.get("namespace", ""), meta["name"]) in args.adopt
+        marked = args.mark(dict(obj))
+        return declare(name, adoptable(marked) if adopt else marked, pulumi.ResourceOptions(
+            parent=self, depends_on=previous, import_=object_id(obj) if adopt else None))

@@ -18,8 +18,8 @@ class IstioCrdsArgs:
 
     crds: tuple[Mapping[str, Any], ...]
     """The CRDs rendered by the pinned istioctl."""
-    adopt: bool
-    """True: import the live CRDs (the migrated stack); False: create them (the legacy stack on an empty cluster)."""
+    adopt: frozenset[str]
+    """Names of the CRDs to import (those already on the cluster); the others are created."""
     live_metadata: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     """CRD name -> {labels, annotations} seen on the cluster; kept on update, because pulumi-kubernetes replaces
     CRDs whole and would otherwise drop what others (helm, the charm, kubectl) put there."""
@@ -45,7 +45,8 @@ class IstioCrds(pulumi.ComponentResource):
         for crd in args.crds:
             crd_name = crd["metadata"]["name"]
             declared = with_live_metadata(crd, args.live_metadata.get(crd_name))
-            self.crds[crd_name] = declare(name, adoptable(declared) if args.adopt else declared,
+            adopt = crd_name in args.adopt
+            self.crds[crd_name] = declare(name, adoptable(declared) if adopt else declared,
                                           pulumi.ResourceOptions(parent=self, retain_on_delete=True,
-                                                                 import_=crd_name if args.adopt else None))
+                                                                 import_=crd_name if adopt else None))
         self.register_outputs({"names": sorted(self.crds)})

@@ -1,6 +1,6 @@
 """Start, check and stop one embedded cluster.
 
-Every component runs inside a network namespace of its own (`kfistio-<name>`), so the cluster can use fixed ports
+Every component runs inside a network namespace of its own (`kfistio-<name>-<clone hash>`), so the cluster can use fixed ports
 and give webhook servers real, non-loopback addresses (bound on that namespace's `lo`) without touching the host's
 network. Host clients reach the apiserver through devcluster.forward on 127.0.0.1:<port>, written to the kubeconfig.
 State (etcd data, certificates, logs, pids) lives in .state/clusters/<name>/, so `up` after `down` restarts on the
@@ -9,6 +9,7 @@ same data.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -44,7 +45,8 @@ class ClusterError(RuntimeError):
 class Cluster:
     def __init__(self, name: str = "dev"):
         self.name = name
-        self.netns = f"kfistio-{name}"
+        # Unique per clone: two checkouts on one machine (a work tree and CI, say) never share a namespace.
+        self.netns = f"kfistio-{name}-{hashlib.sha256(str(STATE_ROOT).encode()).hexdigest()[:6]}"
         self.dir = STATE_ROOT / name
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"

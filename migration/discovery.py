@@ -66,3 +66,22 @@ def read(source_namespace: str, target_namespace: str) -> LiveMesh:
         ca_secrets=ca_secrets,
         workloads={ns: sorted(d.metadata.name for d in apps.list_namespaced_deployment(ns).items)
                    for ns in sorted(injected)})
+
+
+def existing(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of those objects that exist on the cluster (each looked up once, read-only)."""
+    from kubernetes import dynamic
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+    config.load_kube_config()
+    api = dynamic.DynamicClient(client.ApiClient())
+    found = set()
+    for obj in objects:
+        meta = obj["metadata"]
+        try:
+            resource = api.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            resource.get(name=meta["name"], namespace=meta.get("namespace"))
+        except (NotFoundError, ResourceNotFoundError):
+            continue
+        found.add((obj["kind"], meta.get("namespace", ""), meta["name"]))
+    return found

@@ -28,8 +28,8 @@ class PreflightRefused(RuntimeError):
 class MigrationPlan:
     crd_metadata: dict[str, dict[str, Any]]
     """CRD name -> live {labels, annotations} to keep when adopting."""
-    ca_secret: dict[str, Any]
-    """The CA Secret to create in the target namespace (same data as the source's)."""
+    ca_secret: dict[str, Any] | None
+    """The CA Secret to create beside the destination istiod (same data as the origin's); None if already there."""
     default_injector: dict[str, Any]
     """The live default-path injector, retargeted at the new istiod (declared over the live object)."""
     default_validator: dict[str, Any] | None
@@ -38,6 +38,8 @@ class MigrationPlan:
     """(namespace, Deployment) to restart so the new istiod re-injects them."""
     teardown: tuple[tuple[str, str, str], ...]
     """(kind, namespace, name) of the old control plane, removed once every sidecar uses the new istiod."""
+    istiod_address: str = ""
+    """host:port of the istiod every sidecar must use afterwards."""
 
 
 def _service(hook: Mapping[str, Any]) -> tuple[str, str]:
@@ -45,7 +47,7 @@ def _service(hook: Mapping[str, Any]) -> tuple[str, str]:
     return svc.get("namespace", ""), svc.get("name", "")
 
 
-def _adoptable(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def as_declared(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """A live object reduced to what a declaration carries (no status, uid, resourceVersion, managedFields)."""
     meta = obj["metadata"]
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in DROPPED_ANNOTATIONS}
@@ -57,10 +59,21 @@ def _adoptable(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return clean
 
 
+NEVER_MATCH = {"matchLabels": {"istio.io/deactivated": "never-match"}}
+
+
+def deactivated(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A revision's injector made to match nothing, as istioctl leaves it when a default tag does the injecting."""
+    new = copy.deepcopy(dict(obj))
+    for hook in new["webhooks"]:
+        hook["namespaceSelector"], hook["objectSelector"] = dict(NEVER_MATCH), dict(NEVER_MATCH)
+    return new
+
+
 def retarget(obj: Mapping[str, Any], kind: str, namespace: str, service: str, revision: str) -> dict[str, Any]:
     """obj with every webhook sent to namespace/service and labelled for revision, so that the new istiod (not the
     old) keeps its caBundle current. One object, one API write: the switch has no in-between state."""
-    new = _adoptable(obj, kind)
+    new = as_declared(obj, kind)
     new["metadata"]["labels"]["istio.io/rev"] = revision
     for hook in new["webhooks"]:
         hook["clientConfig"]["service"]["namespace"] = namespace
@@ -68,7 +81,22 @@ def retarget(obj: Mapping[str, Any], kind: str, namespace: str, service: str, re
     return new
 
 
-def _default_injector(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
+def default_injector_name(live: LiveMesh) -> str | None:
+    """Name of the MutatingWebhookConfiguration on the default injection path, if any."""
+    hits = sorted({name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})})
+    return hits[0] if hits else None
+
+
+def default_injector_target(live: LiveMesh) -> tuple[str, str] | None:
+    """(namespace, service) the default injection path sends pods to now; None on a cluster without Istio."""
+    hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})}
+    for config in live.mutating_webhooks:
+        if config["metadata"]["name"] in hits:
+            return _service(config["webhooks"][0])
+    return None
+
+
+def _default_injector(live: LiveMesh) -> dict[str, Any]:
     probe = {"istio-injection": "enabled"}
     hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, probe)}
     if len(hits) != 1:
@@ -110,35 +138,59 @@ def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> No
                                    f"fix that before migrating")
 
 
-def _ca_secret(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
-    source = live.ca_secrets.get(cfg.source_namespace, {})
+def _ca_secret(live: LiveMesh, origin: str, destination: str) -> dict[str, Any]:
+    """A copy of origin's CA Secret (cacerts wins over istio-ca-secret) for destination."""
+    source = live.ca_secrets.get(origin, {})
     name = "cacerts" if "cacerts" in source else "istio-ca-secret"
     if name not in source:
-        raise PreflightRefused(f"no CA Secret (cacerts or istio-ca-secret) in {cfg.source_namespace}: the new "
-                               f"istiod would mint a second root and break mTLS; let istiod create its CA first")
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": cfg.target_namespace},
+        raise PreflightRefused(f"no CA Secret (cacerts or istio-ca-secret) in {origin}: the istiod in {destination} "
+                               f"would mint a second root and break mTLS; let istiod create its CA first")
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": destination},
               "data": dict(source[name])}
     if name == "istio-ca-secret":
         secret["type"] = "istio.io/ca-root"
     return secret
 
 
+def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardown_objects: list[dict[str, Any]],
+            extra_teardown: tuple[tuple[str, str, str], ...], ca_secret: dict[str, Any] | None) -> MigrationPlan:
+    """Send the default injection path and validation to namespace/service, restart, then tear the rest down."""
+    injector = retarget(_default_injector(live), "MutatingWebhookConfiguration", namespace, service, revision)
+    validator = _default_validator(live)
+    if validator is not None:
+        validator = retarget(validator, "ValidatingWebhookConfiguration", namespace, service, revision)
+    switched = {injector["metadata"]["name"], (validator or {}).get("metadata", {}).get("name")}
+    teardown = extra_teardown + tuple(sorted(
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in teardown_objects
+        if o["kind"] != "CustomResourceDefinition" and o["metadata"]["name"] not in switched))
+    return MigrationPlan(
+        crd_metadata={n: {"labels": c["labels"], "annotations": c["annotations"]} for n, c in live.crds.items()},
+        ca_secret=ca_secret, default_injector=injector, default_validator=validator,
+        rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
+        teardown=teardown, istiod_address=f"{service}.{namespace}.svc:15012")
+
+
 def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
          ) -> MigrationPlan:
     """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service)."""
     _refuse_unsafe(live, cfg, new_service)
-    injector = retarget(_default_injector(live, cfg), "MutatingWebhookConfiguration", cfg.target_namespace,
-                        new_service, cfg.revision)
-    validator = _default_validator(live)
-    if validator is not None:
-        validator = retarget(validator, "ValidatingWebhookConfiguration", cfg.target_namespace, new_service,
-                             cfg.revision)
-    switched = {injector["metadata"]["name"], (validator or {}).get("metadata", {}).get("name")}
-    teardown = tuple(sorted((o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
-                            for o in legacy_objects if o["kind"] != "CustomResourceDefinition"
-                            and o["metadata"]["name"] not in switched))
-    return MigrationPlan(
-        crd_metadata={n: {"labels": c["labels"], "annotations": c["annotations"]} for n, c in live.crds.items()},
-        ca_secret=_ca_secret(live, cfg), default_injector=injector, default_validator=validator,
-        rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
-        teardown=teardown)
+    return _switch(live, cfg.target_namespace, new_service, cfg.revision, legacy_objects, (),
+                   _ca_secret(live, cfg.source_namespace, cfg.target_namespace))
+
+
+def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[dict[str, Any]],
+                  legacy_service: str, guard: tuple[tuple[str, str, str], ...]) -> MigrationPlan:
+    """Plan the way back: the default path returns to the legacy istiod, then the migrated plane (its guard
+    binding first, so the protected objects can go) is removed. CRDs and CRs stay, as always."""
+    if not live.crds:
+        raise PreflightRefused("no Istio CRDs (*.istio.io) on the cluster: there is no mesh to roll back")
+    source = live.ca_secrets.get(cfg.source_namespace, {})
+    copied = _ca_secret(live, cfg.target_namespace, cfg.source_namespace)
+    same = source.get(copied["metadata"]["name"], {}).get("ca-cert.pem") == copied["data"].get("ca-cert.pem")
+    if source and not same:
+        raise PreflightRefused(f"the CA in {cfg.source_namespace} differs from {cfg.target_namespace}'s: rolling "
+                               f"back would split the root of trust; restore {cfg.source_namespace}'s CA Secret")
+    copied_back = ({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace,
+                                                   "name": copied["metadata"]["name"]}},)
+    return _switch(live, cfg.source_namespace, legacy_service, "default", list(migrated_objects) + list(copied_back),
+                   guard, None if same else copied)

@@ -91,8 +91,10 @@ def verification_command(name: str, istiod_address: str, namespaces: Sequence[st
 
 def teardown_command(name: str, objects: Sequence[tuple[str, str, str]],
                      opts: pulumi.ResourceOptions) -> command.local.Command:
-    """Deletes the old control plane (never CRDs, CRs, the gateway or user namespaces)."""
-    deletes = [f"kubectl delete {shlex.quote(kind)} {shlex.quote(obj)} --ignore-not-found --wait=false"
-               + (f" -n {shlex.quote(ns)}" if ns else "") for kind, ns, obj in objects]
+    """Deletes the other control plane, in the given order (never CRDs, CRs, the gateway or user namespaces)."""
+    # Each delete is retried briefly: right after the guard's binding is deleted, admission may still deny.
+    deletes = [f"for i in 1 2 3 4 5 6 7 8 9 10; do kubectl delete {shlex.quote(kind)} {shlex.quote(obj)} "
+               f"--ignore-not-found --wait=false{f' -n {shlex.quote(ns)}' if ns else ''} && break; sleep 1; "
+               f"[ $i = 10 ] && exit 1; done" for kind, ns, obj in objects]
     return command.local.Command(name, create=" && ".join(deletes) or "true",
                                  triggers=[f"{k}/{ns}/{n}" for k, ns, n in objects], opts=opts)

@@ -75,3 +75,32 @@ def test_old_charm_purge_loses_nothing(migration):
     injected = run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "run", "after-purge", "--image=x",
                     "-o", "jsonpath={.spec.containers[*].name}"], env)
     assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
+
+
+def test_rollback_to_legacy_after_teardown_and_purge(migration):
+    """`pulumi stack select legacy && pulumi up` after the migration finished (old plane torn down, and the old
+    charm's purge attempted): a working legacy mesh again, one injector at every sample, nothing lost."""
+    env = migration["env"]
+    # A bare pod is nobody's rollout to restart (the runbook says to restart such pods by hand).
+    run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "delete", "pod", "after-purge", "--wait=false"], env)
+    before = snapshot(env)
+    run(["pulumi", "stack", "init", "legacy"], env, cwd=REPO)
+    sampler = InjectorSampler(env["KUBECONFIG"], fixture.profile_namespaces(SIZE))
+    sampler.start()
+    run(["pulumi", "up", "--stack", "legacy", "--yes", "--skip-preview", "--non-interactive"], env, cwd=REPO)
+    samples = sampler.stop()
+    counts = [c for s in samples for c in s["injectors"].values()]
+    assert counts and min(counts) == max(counts) == 1, f"injectors per namespace over {len(samples)} samples"
+    after = snapshot(env)
+    assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
+    assert len(set(after["roots"].values())) == 1
+    gone = run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
+    assert "istiod-kf-1-30" not in gone
+    ns = fixture.profile_namespaces(SIZE)[0]
+    pod = run(["kubectl", "-n", ns, "run", "after-rollback", "--image=x", "-o", "json"], env)
+    import json
+    from migration.verify import proxy_address
+    assert proxy_address(json.loads(pod.stdout)) == "istiod.kubeflow.svc:15012"
+    verify = run([".venv/bin/python", "-m", "migration.verify", "--istiod", "istiod.kubeflow.svc:15012",
+                  "--gateway-namespace", "kubeflow", *fixture.profile_namespaces(SIZE)], env, cwd=REPO, check=False)
+    assert verify.returncode == 0, verify.stderr

@@ -18,6 +18,17 @@ def _no_cluster(*_):
     raise AssertionError("this test gave run_program no recorded LiveMesh, but the program read the cluster")
 
 
+def _exists(live, obj) -> bool:
+    """What a recorded LiveMesh says exists: its CRDs, webhooks and istiod Deployments."""
+    name = obj["metadata"]["name"]
+    if obj["kind"] == "CustomResourceDefinition":
+        return name in live.crds
+    if obj["kind"].endswith("WebhookConfiguration"):
+        return any(w["metadata"]["name"] == name for w in live.mutating_webhooks + live.validating_webhooks)
+    return any(d["metadata"]["name"] == name and d["metadata"].get("namespace") == obj["metadata"].get("namespace")
+               for d in live.istiod_deployments) and obj["kind"] == "Deployment"
+
+
 class Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         return [args.resource_id or f"{args.name}-id", args.inputs]
@@ -61,6 +72,8 @@ def run_program(stack: str, config: dict[str, Any], registered: list[Registered]
     raises. `live` (a migration.discovery.LiveMesh) stands in for the cluster that preflight reads."""
     from migration import discovery
     discovery.read = (lambda *_: live) if live is not None else _no_cluster
+    discovery.existing = lambda objects: {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+                                          for o in objects if live is not None and _exists(live, o)}
     pulumi.runtime.set_mocks(Mocks(), project=PROJECT, stack=stack, preview=False)
     monitor = settings.get_monitor()
     registered = [] if registered is None else registered

@@ -37,3 +37,9 @@ def charm_install() -> LiveMesh:
         mutating_webhooks=[injector, tag], validating_webhooks=[validator, default_validator],
         services={("kubeflow", "istiod")}, ca_secrets={"kubeflow": {"istio-ca-secret": dict(CA)}},
         workloads={ns: ["notebook-0", "notebook-1"] for ns in PROFILES})
+
+
+def empty_cluster() -> LiveMesh:
+    """A fresh cluster: no Istio at all (where the legacy and dev stacks create everything)."""
+    return LiveMesh(namespaces={"default": {}}, crds={}, istiod_deployments=[], mutating_webhooks=[],
+                    validating_webhooks=[], services=set(), ca_secrets={}, workloads={})

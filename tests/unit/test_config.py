@@ -49,7 +49,8 @@ def test_program_declares_nothing_on_invalid_config(raw, key, rule):
 
 def test_harness_sees_registrations_when_valid():
     """The guard above is only meaningful if the harness records declarations: a valid config declares some."""
-    assert run_program("valid", {"topology": "legacy"})
+    from tests.unit.live_mesh import empty_cluster
+    assert run_program("valid", {"topology": "legacy"}, live=empty_cluster())
 
 
 def test_defaults():

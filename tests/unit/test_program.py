@@ -8,14 +8,14 @@ import pytest
 
 from migration.webhooks import injectors, matching_webhooks
 from tests.unit.harness import run_program
-from tests.unit.live_mesh import charm_install
+from tests.unit.live_mesh import charm_install, empty_cluster
 
 STACKS = {"legacy": {"topology": "legacy"}, "migrated": {"topology": "migrated"}}
 
 
 @pytest.fixture(scope="module", params=sorted(STACKS))
 def stack(request):
-    live = charm_install() if request.param == "migrated" else None
+    live = charm_install() if request.param == "migrated" else empty_cluster()
     return request.param, run_program(request.param, STACKS[request.param], live=live)
 
 
@@ -146,8 +146,8 @@ def test_migration_steps_are_ordered():
     names = lambda r: {by_urn[d].name for d in r.dependencies if d in by_urn}  # noqa: E731
     named = {r.name: r for r in registered}
     switch = [r for r in registered if r.name.startswith("webhook-switch-")]
-    assert len(switch) == 2 and all("new-istiod-serving" in names(r) for r in switch)
-    assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["new-istiod-serving"])
+    assert len(switch) == 2 and all("istiod-serving" in names(r) for r in switch)
+    assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["istiod-serving"])
     assert "control-plane-secret-istio-system-istio-ca-secret" in names(
         named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
