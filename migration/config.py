@@ -157,9 +157,10 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
     if parsed["sourceNamespace"] == parsed["targetNamespace"]:
         raise ConfigError("targetNamespace", parsed["targetNamespace"],
                           f"must differ from sourceNamespace ({parsed['sourceNamespace']})")
-    if parsed["gatewayNamespace"] not in (parsed["sourceNamespace"], parsed["targetNamespace"]):
+    if parsed["gatewayNamespace"] != parsed["sourceNamespace"]:
         raise ConfigError("gatewayNamespace", parsed["gatewayNamespace"],
-                          "must be sourceNamespace (default) or targetNamespace")
+                          f"must be sourceNamespace ({parsed['sourceNamespace']}): moving the gateway changes its "
+                          f"identity in every ns-owner-access-istio AuthorizationPolicy, which is not automated yet")
     return MigrationConfig(
         topology=parsed["topology"], source_namespace=parsed["sourceNamespace"],
         target_namespace=parsed["targetNamespace"], revision=parsed["revision"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -18,6 +19,16 @@ def run(argv: list[str], env: dict[str, str], *, cwd=None, check: bool = True, i
         pytest.fail(f"{' '.join(map(str, argv))} exited {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}"
                     f"\n--- stderr\n{proc.stderr[-6000:]}")
     return proc
+
+
+def poll(condition, timeout: float, what: str):
+    """condition's first truthy result within timeout seconds; fails the test naming what it waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture(scope="session")

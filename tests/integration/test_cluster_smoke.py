@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from devcluster.cluster import Cluster, ClusterError
+from tests.integration.conftest import poll
 
 DEPLOYMENT = """
 apiVersion: v1
@@ -28,15 +28,6 @@ spec:
 """
 
 
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
-
-
 def test_deployment_available_then_namespace_deleted(kubectl):
     kubectl("apply", "-f", "-", input=DEPLOYMENT)
     kubectl("-n", "smoke", "wait", "deployment/web", "--for=condition=Available", "--timeout=120s")
@@ -53,7 +44,7 @@ def test_deployment_available_then_namespace_deleted(kubectl):
     assert sorted(r["status"].get("replicas", 0) for r in rs) == [0, 3]
 
     kubectl("delete", "namespace", "smoke", "--wait=false")
-    wait_for(lambda: kubectl("get", "namespace", "smoke", check=False).returncode != 0, 120,
+    poll(lambda: kubectl("get", "namespace", "smoke", check=False).returncode != 0, 120,
              "namespace smoke to be deleted (namespace controller and garbage collection)")
 
 

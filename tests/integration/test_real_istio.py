@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import run
+from tests.integration.conftest import poll, run
 
 CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
                  "--set", "values.global.istioNamespace=kubeflow"]
@@ -32,15 +32,6 @@ spec:
   hosts: ["app"]
   http: [{{route: [{{destination: {{host: "{host}"}}}}]}}]
 """
-
-
-def poll(fn, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := fn():
-            return result
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
 def pods(kubectl, ns, selector):
