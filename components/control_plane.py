@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pulumi
 
 from components import PACKAGE
-from components.objects import adoptable, declare, object_id
+from components.objects import adoptable, assigned_fields, declare, object_id
 
 # Dependency order: identities and permissions, then config, then the workload and its Service, then the webhooks
 # that send API traffic to it (so no webhook ever points at an istiod that is not Available yet).
@@ -73,4 +73,5 @@ class IstioControlPlane(pulumi.ComponentResource):
         adopt = (obj["kind"], meta.get("namespace", ""), meta["name"]) in args.adopt
         marked = args.mark(dict(obj))
         return declare(name, adoptable(marked) if adopt else marked, pulumi.ResourceOptions(
-            parent=self, depends_on=previous, import_=object_id(obj) if adopt else None))
+            parent=self, depends_on=previous, import_=object_id(obj) if adopt else None,
+            ignore_changes=assigned_fields(obj) if adopt else None))

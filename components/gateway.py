@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from components import PACKAGE
-from components.objects import adoptable, child_options, declare, object_id
+from components.objects import adoptable, assigned_fields, child_options, declare, object_id
 
 WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
@@ -105,8 +105,6 @@ class IngressGateway(pulumi.ComponentResource):
             self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(
                 name, adoptable(obj) if args.adopt else obj,
                 child_options(self, opts, import_=object_id(obj) if args.adopt else None,
-                              # fields the cluster assigned to the live Service are not ours to change
-                              ignore_changes=["spec.clusterIP", "spec.clusterIPs"]
-                              if args.adopt and obj["kind"] == "Service" else None))
+                              ignore_changes=assigned_fields(obj) if args.adopt else None))
         self.deployment = self.resources[f"Deployment/{WORKLOAD}"]
         self.register_outputs({"namespace": args.namespace, "istiodAddress": args.istiod_address})
