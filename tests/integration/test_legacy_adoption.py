@@ -58,3 +58,22 @@ def test_second_preview_is_a_no_op_and_injection_works(adopted):
     pod = run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "run", "probe", "--image=x",
                "-o", "jsonpath={.spec.containers[*].name}"], env)
     assert "istio-proxy" in pod.stdout
+
+
+def test_preflight_refuses_a_second_injector_and_changes_nothing(adopted):
+    """A stray second injector for the profile namespaces: `pulumi up --stack migrated` refuses, naming it, before
+    it changes anything."""
+    env = adopted["env"]
+    stray = kubectl_json(env, "get", "mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow")
+    stray["metadata"] = {"name": "stray-injector"}
+    run(["kubectl", "create", "-f", "-"], env, input=__import__("json").dumps(stray))
+    try:
+        subprocess.run(["pulumi", "stack", "init", "migrated"], cwd=REPO, env=env, capture_output=True)
+        refused = subprocess.run(["pulumi", "up", "--stack", "migrated", "--yes", "--skip-preview",
+                                  "--non-interactive"], cwd=REPO, env=env, capture_output=True, text=True)
+        assert refused.returncode != 0
+        assert "preflight refused" in refused.stdout and "stray-injector" in refused.stdout
+        assert run(["kubectl", "get", "namespace", "istio-system"], env, check=False).returncode != 0
+        assert snapshot(env)["crd_uids"] == adopted["before"]["crd_uids"]
+    finally:
+        run(["kubectl", "delete", "mutatingwebhookconfiguration", "stray-injector"], env)

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from demo import fixture
-from demo.observe import InjectorSampler, snapshot
+from demo.observe import InjectorSampler, kubectl_json, snapshot
 from demo.verification import checks
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
@@ -54,6 +54,16 @@ def test_sampler_ran_at_least_twice_a_second(migration):
     samples = migration["samples"]
     span = samples[-1]["t"] - samples[0]["t"]
     assert len(samples) >= 2 * span, f"{len(samples)} samples over {span:.0f}s"
+
+
+def test_every_rollout_started_after_the_new_istiod_was_available(migration):
+    env = migration["env"]
+    istiod = kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")
+    available = next(c["lastTransitionTime"] for c in istiod["status"]["conditions"] if c["type"] == "Available")
+    for ns in fixture.profile_namespaces(SIZE):
+        for rs in kubectl_json(env, "-n", ns, "get", "replicasets")["items"]:
+            if rs["spec"].get("replicas"):  # the current ReplicaSet of each Deployment
+                assert rs["metadata"]["creationTimestamp"] >= available, (ns, rs["metadata"]["name"])
 
 
 def test_guard_denies_deleting_a_crd(migration):
