@@ -90,3 +90,19 @@ def build(env: dict[str, str], size: FixtureSize) -> None:
     for ns in ["kubeflow", *profile_namespaces(size)]:
         subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
                         "--timeout=300s"], env=env, check=True, capture_output=True, text=True)
+
+
+def build_with_legacy_stack(env: dict[str, str], size: FixtureSize) -> None:
+    """The same mesh, but the control plane and gateway made by this program's `legacy` stack (no istioctl)."""
+    from devcluster.toolchain import REPO
+
+    subprocess.run(["kubectl", "create", "namespace", "kubeflow"], env=env, capture_output=True)  # the Juju model
+    for argv in (["pulumi", "stack", "init", "legacy"],
+                 ["pulumi", "up", "--stack", "legacy", "--yes", "--skip-preview", "--non-interactive"]):
+        proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 and "already exists" not in proc.stderr:
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    _apply(env, user_objects(size))
+    for ns in ["kubeflow", *profile_namespaces(size)]:
+        subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
+                        "--timeout=300s"], env=env, check=True, capture_output=True, text=True)

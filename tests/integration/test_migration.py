@@ -14,17 +14,23 @@ from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from tests.integration.conftest import run
 
-SIZE = fixture.FixtureSize(profiles=3, deployments=2)
+SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
+CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
+          "istio-ca-root-cert identical in every namespace", "new istiod Available",
+          "injectors per profile namespace, every sample", "default validator targets a live Service",
+          "every sidecar and the gateway use the new istiod", "old control plane removed",
+          "second `pulumi preview` shows no changes"]
 
 
-@pytest.fixture(scope="module")
-def migration():
-    cluster = Cluster(f"mig-{os.getpid()}")
+def migrated_cluster(name: str, build):
+    """A fresh cluster with a legacy mesh made by build(env, SIZE), migrated by `pulumi up --stack migrated` while
+    a sampler watches the injectors; returns (cluster, env, verification rows, samples)."""
+    cluster = Cluster(f"{name}-{os.getpid()}")
     cluster.down(purge=True)
     cluster.up()
     env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
     (cluster.dir / "pulumi").mkdir()
-    fixture.build(env, SIZE)
+    build(env, SIZE)
     before = snapshot(env)
     run(["pulumi", "stack", "init", "migrated"], env, cwd=REPO)
     sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(SIZE))
@@ -33,18 +39,20 @@ def migration():
     samples = sampler.stop()
     second = subprocess.run(["pulumi", "preview", "--stack", "migrated", "--expect-no-changes",
                              "--non-interactive"], cwd=REPO, env=env, capture_output=True, text=True)
-    yield {"env": env, "rows": {name: (observed, ok) for name, observed, ok in
-                                checks(env, before, snapshot(env), samples, 0, second.returncode == 0, SIZE)},
-           "samples": samples}
+    rows = {row: (observed, ok) for row, observed, ok in
+            checks(env, before, snapshot(env), samples, 0, second.returncode == 0, SIZE)}
+    return cluster, env, rows, samples
+
+
+@pytest.fixture(scope="module")
+def migration():
+    """From the charm's own install (istioctl install with its flags)."""
+    cluster, env, rows, samples = migrated_cluster("mig", fixture.build)
+    yield {"env": env, "rows": rows, "samples": samples}
     cluster.down(purge=True)
 
 
-@pytest.mark.parametrize("check", [
-    "CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
-    "istio-ca-root-cert identical in every namespace", "new istiod Available",
-    "injectors per profile namespace, every sample", "default validator targets a live Service",
-    "every sidecar and the gateway use the new istiod", "old control plane removed",
-    "second `pulumi preview` shows no changes"])
+@pytest.mark.parametrize("check", CHECKS)
 def test_migration(migration, check):
     observed, ok = migration["rows"][check]
     assert ok, f"{check}: {observed}"
