@@ -13,6 +13,7 @@ from tests.integration.conftest import run
 
 RUNBOOK = REPO / "docs" / "runbook.md"
 
+
 def runnable_blocks() -> list[tuple[str, str]]:
     """(section heading, script) of every ```bash block right after a `<!-- runnable -->` line."""
     blocks, heading = [], ""
@@ -23,9 +24,11 @@ def runnable_blocks() -> list[tuple[str, str]]:
             blocks.append((heading, match.group(2)))
     return blocks
 
+
 def test_runbook_marks_each_step_runnable():
     steps = [heading.split(".")[0] for heading, _ in runnable_blocks()]
     assert steps == ["1", "2", "3", "4", "5", "7"], "pre-checks, backup, preview, migrate, verify, rollback"
+
 
 def test_runbook_end_to_end(tmp_path):
     cluster = Cluster(f"runbook-{os.getpid()}")
