@@ -31,6 +31,16 @@ def poll(condition, timeout: float, what: str):
     pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
+def fresh_cluster(name: str) -> tuple[Cluster, dict[str, str]]:
+    """A new embedded cluster named <name>-<pid> with a Pulumi backend of its own, and the environment for its
+    clients. The caller purges it (cluster.down(purge=True))."""
+    cluster = Cluster(f"{name}-{os.getpid()}")
+    cluster.down(purge=True)
+    cluster.up()
+    (cluster.dir / "pulumi").mkdir()
+    return cluster, cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
+
+
 @pytest.fixture(scope="session")
 def cluster():
     """A fresh embedded cluster for this session (name from KFISTIO_TEST_CLUSTER, default test-<pid>)."""

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 
 from demo import fixture
 from demo.observe import InjectorSampler, kubectl_json, snapshot
-from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
-from tests.integration.conftest import run
+from tests.integration.conftest import fresh_cluster, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1)
 
 
 @pytest.fixture(scope="module")
 def adopted():
-    cluster = Cluster(f"adopt-{os.getpid()}")
-    cluster.down(purge=True)
-    cluster.up()
-    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
-    (cluster.dir / "pulumi").mkdir()
+    cluster, env = fresh_cluster("adopt")
     fixture.build(env, SIZE)
     before = snapshot(env)
     webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -10,9 +9,8 @@ import pytest
 from demo import fixture
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from demo.verification import checks
-from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
-from tests.integration.conftest import run
+from tests.integration.conftest import fresh_cluster, run
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
@@ -25,11 +23,7 @@ CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)
 def migrated_cluster(name: str, build):
     """A fresh cluster with a legacy mesh made by build(env, SIZE), migrated by `pulumi up --stack migrated` while
     a sampler watches the injectors; returns (cluster, env, verification rows, samples)."""
-    cluster = Cluster(f"{name}-{os.getpid()}")
-    cluster.down(purge=True)
-    cluster.up()
-    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
-    (cluster.dir / "pulumi").mkdir()
+    cluster, env = fresh_cluster(name)
     build(env, SIZE)
     before = snapshot(env)
     run(["pulumi", "stack", "init", "migrated"], env, cwd=REPO)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
 
 from demo import fixture
 from demo.observe import InjectorSampler, kubectl_json, snapshot
-from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from migration.verify import proxy_address
-from tests.integration.conftest import run
+from tests.integration.conftest import fresh_cluster, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=2)
 LEGACY = "istiod.kubeflow.svc:15012"
@@ -21,11 +19,7 @@ LEGACY = "istiod.kubeflow.svc:15012"
 
 @pytest.fixture(scope="module")
 def stopped_before_teardown():
-    cluster = Cluster(f"rb6-{os.getpid()}")
-    cluster.down(purge=True)
-    cluster.up()
-    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
-    (cluster.dir / "pulumi").mkdir()
+    cluster, env = fresh_cluster("rb6")
     fixture.build(env, SIZE)
     run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "run", "bare", "--image=x"], env)
     run(["pulumi", "stack", "init", "migrated"], env, cwd=REPO)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from demo import fixture
 from demo.observe import kubectl_json, snapshot
-from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
-from tests.integration.conftest import run
+from tests.integration.conftest import fresh_cluster, run
 
 RUNBOOK = REPO / "docs" / "runbook.md"
 
@@ -31,13 +29,9 @@ def test_runbook_marks_each_step_runnable():
 
 
 def test_runbook_end_to_end(tmp_path):
-    cluster = Cluster(f"runbook-{os.getpid()}")
-    cluster.down(purge=True)
-    cluster.up()
+    cluster, env = fresh_cluster("runbook")
     try:
-        env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}",
-                               "BACKUP_DIR": str(tmp_path / "backup")}
-        (cluster.dir / "pulumi").mkdir()
+        env["BACKUP_DIR"] = str(tmp_path / "backup")
         fixture.build(env, fixture.FixtureSize(profiles=2, deployments=1))
         before = snapshot(env)
         for heading, script in runnable_blocks():
