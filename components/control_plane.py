@@ -63,7 +63,6 @@ class IstioControlPlane(pulumi.ComponentResource):
             self.resources.update({f"{obj['kind']}/{obj['metadata']['name']}": res
                                    for obj, res in zip(phase, declared)})
             previous = declared or previous
-        self.istiod = next(res for key, res in self.resources.items() if key.startswith("Deployment/"))
         self.register_outputs({"namespace": args.namespace, "revision": args.revision,
                                "objects": sorted(self.resources)})
 

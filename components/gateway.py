@@ -106,5 +106,4 @@ class IngressGateway(pulumi.ComponentResource):
                 name, adoptable(obj) if args.adopt else obj,
                 child_options(self, opts, import_=object_id(obj) if args.adopt else None,
                               ignore_changes=assigned_fields(obj) if args.adopt else None))
-        self.deployment = self.resources[f"Deployment/{WORKLOAD}"]
         self.register_outputs({"namespace": args.namespace, "istiodAddress": args.istiod_address})
