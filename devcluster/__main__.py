@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
             cluster.require_running()
         elif args.command == "env":
             env = cluster.env()
-            for key in ("KUBECONFIG", "PATH", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"):
+            for key in ("KUBECONFIG", "PATH", "PULUMI_BACKEND_URL", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION",
+                        "PULUMI_CONFIG_PASSPHRASE"):
                 print(f"export {key}={env[key]}")
         elif args.command == "exec":
             if not command:

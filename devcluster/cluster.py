@@ -95,9 +95,11 @@ class Cluster:
                                f"(or `python -m devcluster up --name {self.name}`)")
 
     def env(self) -> dict[str, str]:
-        """Environment for host clients of this cluster: toolchain PATH, kubeconfig, no plugin downloads."""
+        """Environment for host clients of this cluster: toolchain PATH, kubeconfig, its own Pulumi backend, no plugin
+        downloads."""
         env = toolchain.tool_env()
         env["KUBECONFIG"] = str(self.kubeconfig)
+        env["PULUMI_BACKEND_URL"] = f"file://{self.dir / 'pulumi'}"  # this cluster's stacks (demo, tests)
         return env
 
     def netns_exec(self, argv: list[str]) -> list[str]:
