@@ -50,9 +50,7 @@ def decide(cfg: MigrationConfig) -> Decisions:
     rolling_back = now is not None and now != (cfg.source_namespace, topology.istiod_service)
     steps = (plan.rollback_plan(live, cfg, render.control_plane(migrated_rendered), topology.istiod_service, GUARD)
              if rolling_back else None)
-    switched = {steps.default_injector["metadata"]["name"]} | (
-        {steps.default_validator["metadata"]["name"]} if steps and steps.default_validator else set()) \
-        if steps else set()
+    switched = steps.switched if steps else set()
     live_webhooks = {w["metadata"]["name"]: w for w in live.mutating_webhooks + live.validating_webhooks}
     default_injector = plan.default_injector_name(live)
     objects = []

@@ -41,6 +41,15 @@ class MigrationPlan:
     istiod_address: str = ""
     """host:port of the istiod every sidecar must use afterwards."""
 
+    @property
+    def switched(self) -> set[str]:
+        """Names of the webhook configurations the switch declares (retargeted, never torn down)."""
+        return webhook_names(self.default_injector, self.default_validator)
+
+
+def webhook_names(injector: Mapping[str, Any], validator: Mapping[str, Any] | None) -> set[str]:
+    return {injector["metadata"]["name"]} | ({validator["metadata"]["name"]} if validator else set())
+
 
 def _service(hook: Mapping[str, Any]) -> tuple[str, str]:
     svc = hook.get("clientConfig", {}).get("service") or {}
@@ -81,29 +90,33 @@ def retarget(obj: Mapping[str, Any], kind: str, namespace: str, service: str, re
     return new
 
 
+def default_injectors(live: LiveMesh) -> list[dict[str, Any]]:
+    """The MutatingWebhookConfigurations on the default injection path (istio-injection=enabled), by name."""
+    hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})}
+    return sorted((w for w in live.mutating_webhooks if w["metadata"]["name"] in hits),
+                  key=lambda w: w["metadata"]["name"])
+
+
 def default_injector_name(live: LiveMesh) -> str | None:
     """Name of the MutatingWebhookConfiguration on the default injection path, if any."""
-    hits = sorted({name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})})
-    return hits[0] if hits else None
+    found = default_injectors(live)
+    return found[0]["metadata"]["name"] if found else None
 
 
 def default_injector_target(live: LiveMesh) -> tuple[str, str] | None:
     """(namespace, service) the default injection path sends pods to now; None on a cluster without Istio."""
-    hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})}
-    for config in live.mutating_webhooks:
-        if config["metadata"]["name"] in hits:
-            return _service(config["webhooks"][0])
-    return None
+    found = default_injectors(live)
+    return _service(found[0]["webhooks"][0]) if found else None
 
 
 def _default_injector(live: LiveMesh) -> dict[str, Any]:
-    probe = {"istio-injection": "enabled"}
-    hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, probe)}
-    if len(hits) != 1:
+    found = default_injectors(live)
+    if len(found) != 1:
         raise PreflightRefused(
             f"expected exactly one MutatingWebhookConfiguration injecting namespaces labelled istio-injection=enabled,"
-            f" found {sorted(hits) or 'none'}; fix the injectors (istioctl analyze, IST0139) before migrating")
-    return next(w for w in live.mutating_webhooks if w["metadata"]["name"] in hits)
+            f" found {[w['metadata']['name'] for w in found] or 'none'}; fix the injectors (istioctl analyze, IST0139)"
+            f" before migrating")
+    return found[0]
 
 
 def _default_validator(live: LiveMesh) -> dict[str, Any] | None:
@@ -159,7 +172,7 @@ def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardow
     validator = _default_validator(live)
     if validator is not None:
         validator = retarget(validator, "ValidatingWebhookConfiguration", namespace, service, revision)
-    switched = {injector["metadata"]["name"], (validator or {}).get("metadata", {}).get("name")}
+    switched = webhook_names(injector, validator)
     teardown = extra_teardown + tuple(sorted(
         (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in teardown_objects
         if o["kind"] != "CustomResourceDefinition" and o["metadata"]["name"] not in switched))
