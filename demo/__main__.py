@@ -7,23 +7,13 @@ The main job: on a fresh embedded cluster, build a Charmed-Kubeflow-like mesh th
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 
 from demo import fixture
-from demo.observe import InjectorSampler, snapshot
-from demo.verification import checks, print_table
+from demo.migrate import migrate_and_verify
+from demo.verification import print_table
 from devcluster.cluster import Cluster
-from devcluster.toolchain import REPO
-
-
-def pulumi(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=REPO, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-8000:] + proc.stderr[-4000:])
-        raise SystemExit(f"pulumi {' '.join(args)} failed (exit {proc.returncode})")
-    return proc
 
 
 def main() -> int:
@@ -38,7 +28,7 @@ def main() -> int:
     print(f"[1/4] fresh embedded cluster '{args.cluster}'", flush=True)
     cluster.down(purge=True)
     cluster.up()
-    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{cluster.dir / 'pulumi'}"}
+    env = cluster.env()
     (cluster.dir / "pulumi").mkdir(exist_ok=True)
 
     print(f"[2/4] legacy mesh the charms' way: istioctl install in kubeflow, gateway, {size.profiles} profiles x "
@@ -46,22 +36,15 @@ def main() -> int:
     started = time.monotonic()
     fixture.build(env, size)
     print(f"      built in {time.monotonic() - started:.0f}s", flush=True)
-    before = snapshot(env)
 
     print("[3/4] pulumi up --stack migrated (sampling injectors per namespace during the update)", flush=True)
-    pulumi(env, "stack", "init", "migrated")
-    sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(size))
-    sampler.start()
-    started = time.monotonic()
-    pulumi(env, "up", "--stack", "migrated", "--yes", "--skip-preview")
-    duration = time.monotonic() - started
-    samples = sampler.stop()
+    try:
+        results, _, duration = migrate_and_verify(cluster, env, size)
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 1
     print(f"      migrated in {duration:.0f}s", flush=True)
-
     print("[4/4] verification", flush=True)
-    second = subprocess.run(["pulumi", "preview", "--stack", "migrated", "--expect-no-changes", "--non-interactive"],
-                            cwd=REPO, env=env, capture_output=True, text=True)
-    results = checks(env, before, snapshot(env), samples, duration, second.returncode == 0, size)
     print_table(results)
     return 0 if all(ok for _, _, ok in results) else 1
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
 from demo import fixture
 from demo.observe import InjectorSampler, kubectl_json, snapshot
-from demo.verification import checks
+from demo.migrate import migrate_and_verify
 from devcluster.toolchain import REPO
 from tests.integration.conftest import fresh_cluster, run
 
@@ -25,16 +24,8 @@ def migrated_cluster(name: str, build):
     a sampler watches the injectors; returns (cluster, env, verification rows, samples)."""
     cluster, env = fresh_cluster(name)
     build(env, SIZE)
-    before = snapshot(env)
-    run(["pulumi", "stack", "init", "migrated"], env, cwd=REPO)
-    sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(SIZE))
-    sampler.start()
-    run(["pulumi", "up", "--stack", "migrated", "--yes", "--skip-preview", "--non-interactive"], env, cwd=REPO)
-    samples = sampler.stop()
-    second = subprocess.run(["pulumi", "preview", "--stack", "migrated", "--expect-no-changes",
-                             "--non-interactive"], cwd=REPO, env=env, capture_output=True, text=True)
-    rows = {row: (observed, ok) for row, observed, ok in
-            checks(env, before, snapshot(env), samples, 0, second.returncode == 0, SIZE)}
+    results, samples, _ = migrate_and_verify(cluster, env, SIZE)
+    rows = {row: (observed, ok) for row, observed, ok in results}
     return cluster, env, rows, samples
 
 
