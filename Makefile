@@ -6,11 +6,13 @@ PY := $(VENV)/bin/python
 CLUSTER ?= dev
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.state/pulumi
 
-.PHONY: help setup toolchain venv demo test unit cluster-up cluster-down cluster-status
+.PHONY: help setup toolchain venv demo test unit bench faults cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo    set everything up, start the embedded cluster, migrate legacy -> migrated, print the verification table"
 	@echo "make test    set everything up and run the whole test suite (unit + integration on embedded clusters)"
+	@echo "make bench   benchmarks P1-P3 on fresh embedded clusters (about 40 min; .state/bench/results.json, timeline.png)"
+	@echo "make faults  the full fault suite (crash/resume at every kill point, rollback from every phase; about 1 h)"
 	@echo "make setup | unit | cluster-up | cluster-down | cluster-status"
 
 setup: venv toolchain
@@ -29,6 +31,12 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest tests
+
+bench: setup
+	$(PY) -m bench
+
+faults: setup
+	$(PY) -m pytest tests/faults --all-faults
 
 unit: venv
 	$(PY) -m pytest tests/unit

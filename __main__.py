@@ -51,6 +51,7 @@ gateway = IngressGateway("ingress-gateway", GatewayArgs(
 if steps:
     # Phase 4: restart every injected workload; 5: verify every sidecar; 6: remove the other control plane.
     rollouts = Rollouts("rollout", RolloutsArgs(workloads=steps.rollouts, parallelism=cfg.rollout_parallelism,
+                                                strategy=cfg.rollout_strategy,
                                                 timeout_seconds=cfg.rollout_timeout_seconds,
                                                 istiod_address=topology.istiod_address),
                         opts=pulumi.ResourceOptions(depends_on=[switch]))

@@ -24,11 +24,30 @@ class FixtureSize:
     profiles: int = 5
     """Profile namespaces labelled istio-injection=enabled."""
     deployments: int = 3
-    """Deployments per profile namespace (one replica each)."""
+    """Deployments per profile namespace."""
+    replicas: int = 1
+    """Replicas per Deployment."""
+    pod_stage_ms: int | None = None
+    """Simulated pod start: each kwok pod stage (scheduled, init running, init done, ready) takes between this and
+    twice this many ms. None keeps kwok's `general` stages (1-5 s each)."""
+    first_profile: int = 0
+    """Index of the first profile namespace (to grow a fixture by more namespaces)."""
 
 
 def profile_namespaces(size: FixtureSize) -> list[str]:
-    return [f"kubeflow-user-{i:03d}" for i in range(size.profiles)]
+    return [f"kubeflow-user-{i:03d}" for i in range(size.first_profile, size.first_profile + size.profiles)]
+
+
+KWOK_POD_STAGES = ("pod-create", "pod-init-container-running", "pod-init-container-completed", "pod-ready")
+
+
+def pod_timing_annotations(stage_ms: int | None) -> dict[str, str]:
+    """kwok's per-pod stage delays (annotations its `general` pod stages read), for a pod template."""
+    if stage_ms is None:
+        return {}
+    timing = {f"{stage}.stage.kwok.x-k8s.io/delay": f"{stage_ms}ms" for stage in KWOK_POD_STAGES}
+    timing |= {f"{stage}.stage.kwok.x-k8s.io/jitter-delay": f"{2 * stage_ms}ms" for stage in KWOK_POD_STAGES}
+    return timing | {"pod-delete.stage.kwok.x-k8s.io/delay": f"{stage_ms}ms"}
 
 
 def _apply(env: dict[str, str], objects: list[dict]) -> None:
@@ -50,8 +69,9 @@ def user_objects(size: FixtureSize) -> list[dict]:
         for d in range(size.deployments):
             name = f"notebook-{d}"
             objs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-                         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                                  "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"replicas": size.replicas, "selector": {"matchLabels": {"app": name}},
+                                  "template": {"metadata": {"labels": {"app": name},
+                                                            "annotations": pod_timing_annotations(size.pod_stage_ms)},
                                                "spec": {"terminationGracePeriodSeconds": 1,
                                                         "containers": [{"name": "main", "image": "jupyter"}]}}}})
             objs.append({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
@@ -86,6 +106,11 @@ def build(env: dict[str, str], size: FixtureSize) -> None:
     _apply(env, gateway_objects(GatewayArgs(namespace="kubeflow", istiod_address="istiod.kubeflow.svc:15012",
                                             revision="default", proxy_image=proxy_image,
                                             gateway_cr_namespace="kubeflow")))
+    grow(env, size)
+
+
+def grow(env: dict[str, str], size: FixtureSize) -> None:
+    """Add size's profile namespaces and user objects to a built mesh; waits until their workloads are Available."""
     _apply(env, user_objects(size))
     for ns in ["kubeflow", *profile_namespaces(size)]:
         subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
@@ -102,7 +127,4 @@ def build_with_legacy_stack(env: dict[str, str], size: FixtureSize) -> None:
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
         if proc.returncode != 0 and "already exists" not in proc.stderr:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    _apply(env, user_objects(size))
-    for ns in ["kubeflow", *profile_namespaces(size)]:
-        subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
-                        "--timeout=300s"], env=env, check=True, capture_output=True, text=True)
+    grow(env, size)

@@ -38,8 +38,8 @@ def snapshot(env: dict[str, str]) -> dict[str, Any]:
 
 
 class InjectorSampler(threading.Thread):
-    """Samples, every interval, how many injectors match each watched namespace (for a plain pod) and whether
-    every default validator targets an existing Service."""
+    """Samples, every interval, how many injectors match each watched namespace (for a plain pod), which istiod
+    Services they call, and whether every default validator targets an existing Service."""
 
     def __init__(self, kubeconfig: str, namespaces: list[str], interval: float = 0.25):
         super().__init__(daemon=True)
@@ -54,12 +54,18 @@ class InjectorSampler(threading.Thread):
         configs = [self.api.sanitize_for_serialization(c)
                    for c in self.admission.list_mutating_webhook_configuration().items]
         labels = {n.metadata.name: n.metadata.labels or {} for n in self.core.list_namespace().items}
-        counts = {ns: len(matching_webhooks(injectors(configs), labels.get(ns, {}))) for ns in self.namespaces}
+        matched = {ns: matching_webhooks(injectors(configs), labels.get(ns, {})) for ns in self.namespaces}
+        counts = {ns: len(hits) for ns, hits in matched.items()}
+        hooks = {(c["metadata"]["name"], h["name"]): h["clientConfig"].get("service") or {}
+                 for c in configs for h in c.get("webhooks") or []}
+        targets = sorted({f"{hooks[hit].get('namespace')}/{hooks[hit].get('name')}"
+                          for hits in matched.values() for hit in hits})
         services = {(s.metadata.namespace, s.metadata.name) for s in self.core.list_service_for_all_namespaces().items}
         dangling = [f"{v.metadata.name}/{h.name}" for v in self.admission.list_validating_webhook_configuration().items
                     if v.metadata.name.startswith("istiod-default-validator") for h in v.webhooks
                     if (h.client_config.service.namespace, h.client_config.service.name) not in services]
-        return {"t": time.monotonic(), "injectors": counts, "dangling_validators": dangling}
+        return {"t": time.monotonic(), "injectors": counts, "injector_targets": targets,
+                "dangling_validators": dangling}
 
     def run(self) -> None:
         while not self._halt.is_set():

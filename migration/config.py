@@ -14,6 +14,7 @@ TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
 SUPPORTED_ISTIO_VERSIONS = ("1.30-dev",)  # what the pinned istioctl renders (tools/pins.env ISTIO_VERSION)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
+ROLLOUT_STRATEGIES = ("lanes", "namespaces")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -52,8 +53,11 @@ class MigrationConfig:
     """Namespace of the ingress gateway workload (stays in sourceNamespace unless moved on purpose)."""
     root_namespace_policy: str
     """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
+    rollout_strategy: str
+    """`lanes`: rolloutParallelism restarts in flight across all namespaces; `namespaces`: one namespace at a time,
+    all its Deployments restarted together and awaited before the next (the manual runbook's loop)."""
     rollout_parallelism: int
-    """How many workload rollouts run at once."""
+    """How many workload rollouts run at once (strategy `lanes`)."""
     rollout_timeout_seconds: int
     """Per-workload limit for `kubectl rollout status`."""
     create_source_namespace: bool
@@ -135,6 +139,7 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "meshConfig": (_set_overrides, {"accessLogFile": "/dev/stdout"}),
     "gatewayNamespace": (_namespace, None),
     "rootNamespacePolicy": (_one_of(ROOT_NAMESPACE_POLICIES), "keep"),
+    "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "lanes"),
     "rolloutParallelism": (_positive_int, 4),
     "rolloutTimeoutSeconds": (_positive_int, 600),
     "createSourceNamespace": (_bool, False),
@@ -166,7 +171,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         target_namespace=parsed["targetNamespace"], revision=parsed["revision"],
         istio_version=parsed["istioVersion"], profile=parsed["profile"], values=parsed["values"],
         mesh_config=parsed["meshConfig"], gateway_namespace=parsed["gatewayNamespace"],
-        root_namespace_policy=parsed["rootNamespacePolicy"], rollout_parallelism=parsed["rolloutParallelism"],
+        root_namespace_policy=parsed["rootNamespacePolicy"], rollout_strategy=parsed["rolloutStrategy"],
+        rollout_parallelism=parsed["rolloutParallelism"],
         rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"],
         create_source_namespace=parsed["createSourceNamespace"])
 

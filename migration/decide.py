@@ -46,9 +46,13 @@ def decide(cfg: MigrationConfig) -> Decisions:
                          frozenset(), True, steps, False)
 
     # legacy: converge on the charm's layout from whatever is there (nothing, the charm's install, or a migration).
+    # Rolling back: the default path was switched away, or a migration (even one stopped early) left objects of
+    # the migrated plane; either way the way back switches, restarts, verifies and removes that plane.
     now = plan.default_injector_target(live)
-    rolling_back = now is not None and now != (cfg.source_namespace, topology.istiod_service)
-    steps = (plan.rollback_plan(live, cfg, render.control_plane(migrated_rendered), topology.istiod_service, GUARD)
+    migrated_plane = render.control_plane(migrated_rendered)
+    rolling_back = ((now is not None and now != (cfg.source_namespace, topology.istiod_service))
+                    or bool(discovery.existing(migrated_plane)))
+    steps = (plan.rollback_plan(live, cfg, migrated_plane, topology.istiod_service, GUARD)
              if rolling_back else None)
     switched = steps.switched if steps else set()
     live_webhooks = {w["metadata"]["name"]: w for w in live.mutating_webhooks + live.validating_webhooks}

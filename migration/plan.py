@@ -197,13 +197,17 @@ def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[d
     binding first, so the protected objects can go) is removed. CRDs and CRs stay, as always."""
     if not live.crds:
         raise PreflightRefused("no Istio CRDs (*.istio.io) on the cluster: there is no mesh to roll back")
-    source = live.ca_secrets.get(cfg.source_namespace, {})
-    copied = _ca_secret(live, cfg.target_namespace, cfg.source_namespace)
-    same = source.get(copied["metadata"]["name"], {}).get("ca-cert.pem") == copied["data"].get("ca-cert.pem")
-    if source and not same:
-        raise PreflightRefused(f"the CA in {cfg.source_namespace} differs from {cfg.target_namespace}'s: rolling "
-                               f"back would split the root of trust; restore {cfg.source_namespace}'s CA Secret")
-    copied_back = ({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace,
-                                                   "name": copied["metadata"]["name"]}},)
+    copied_back: tuple[dict[str, Any], ...] = ()
+    ca_secret = None
+    if live.ca_secrets.get(cfg.target_namespace):  # none if the migration stopped before copying the CA
+        source = live.ca_secrets.get(cfg.source_namespace, {})
+        copied = _ca_secret(live, cfg.target_namespace, cfg.source_namespace)
+        same = source.get(copied["metadata"]["name"], {}).get("ca-cert.pem") == copied["data"].get("ca-cert.pem")
+        if source and not same:
+            raise PreflightRefused(f"the CA in {cfg.source_namespace} differs from {cfg.target_namespace}'s: rolling "
+                                   f"back would split the root of trust; restore {cfg.source_namespace}'s CA Secret")
+        copied_back = ({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace,
+                                                       "name": copied["metadata"]["name"]}},)
+        ca_secret = None if same else copied
     return _switch(live, cfg.source_namespace, legacy_service, "default", list(migrated_objects) + list(copied_back),
-                   guard, None if same else copied)
+                   guard, ca_secret)

@@ -42,30 +42,48 @@ class RolloutsArgs:
     """(namespace, Deployment) to restart."""
     parallelism: int
     """At most this many restarts run at once (lanes of dependent commands)."""
+    strategy: str
+    """`lanes` (one command per Deployment, `parallelism` lanes) or `namespaces` (one command per namespace, in
+    sequence)."""
     timeout_seconds: int
     """Limit for each `kubectl rollout status`."""
     istiod_address: str
     """The new istiod; part of every trigger, so a re-run restarts only when the target changes."""
 
 
-def rollout_script(namespace: str, deployment: str, timeout_seconds: int) -> str:
+def rollout_script(namespace: str, deployments: Sequence[str], timeout_seconds: int) -> str:
+    """Restart the namespace's Deployments together, then wait for each rollout to complete."""
     q = shlex.quote
-    return (f"kubectl -n {q(namespace)} rollout restart deployment/{q(deployment)} && "
-            f"kubectl -n {q(namespace)} rollout status deployment/{q(deployment)} --timeout={timeout_seconds}s")
+    names = " ".join(f"deployment/{q(d)}" for d in deployments)
+    waits = " && ".join(f"kubectl -n {q(namespace)} rollout status deployment/{q(d)} --timeout={timeout_seconds}s"
+                        for d in deployments)
+    return f"kubectl -n {q(namespace)} rollout restart {names} && {waits}"
+
+
+def rollout_batches(workloads: Sequence[tuple[str, str]], strategy: str) -> list[tuple[str, list[str]]]:
+    """(namespace, Deployments) per command: one Deployment each (`lanes`) or one namespace each (`namespaces`)."""
+    if strategy == "lanes":
+        return [(namespace, [deployment]) for namespace, deployment in workloads]
+    batches: dict[str, list[str]] = {}
+    for namespace, deployment in workloads:
+        batches.setdefault(namespace, []).append(deployment)
+    return list(batches.items())
 
 
 class Rollouts(pulumi.ComponentResource):
-    """One restart per injected workload, after the webhook switch, so each is re-injected by the new istiod."""
+    """Restarts every injected workload, after the webhook switch, so each is re-injected by the new istiod.
+    Commands run in lanes: command i waits for command i-lanes (`namespaces` strategy: one lane)."""
 
     def __init__(self, name: str, args: RolloutsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Rollouts", name, None, opts)
+        lanes = args.parallelism if args.strategy == "lanes" else 1
         self.commands: list[command.local.Command] = []
-        for index, (namespace, deployment) in enumerate(args.workloads):
-            lane_previous = self.commands[index - args.parallelism] if index >= args.parallelism else None
+        for index, (namespace, deployments) in enumerate(rollout_batches(args.workloads, args.strategy)):
+            lane_previous = self.commands[index - lanes] if index >= lanes else None
             self.commands.append(command.local.Command(
-                f"{name}-{namespace}-{deployment}",
-                create=rollout_script(namespace, deployment, args.timeout_seconds),
-                triggers=[args.istiod_address, namespace, deployment],
+                f"{name}-{namespace}" + (f"-{deployments[0]}" if args.strategy == "lanes" else ""),
+                create=rollout_script(namespace, deployments, args.timeout_seconds),
+                triggers=[args.istiod_address, namespace, *deployments],
                 opts=child_options(self, opts, depends_on=[lane_previous] if lane_previous else [])))
         self.register_outputs({"count": len(self.commands)})
 

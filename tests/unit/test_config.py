@@ -16,6 +16,7 @@ INVALID = [
     ({"topology": "migrated", "revision": "default"}, "revision", "must not be `default`"),
     ({"topology": "migrated", "revision": "Kf_1"}, "revision", "DNS-1123 label"),
     ({"topology": "migrated", "rolloutParallelism": 0}, "rolloutParallelism", "positive whole number"),
+    ({"topology": "migrated", "rolloutStrategy": "all-at-once"}, "rolloutStrategy", "one of lanes, namespaces"),
     ({"topology": "migrated", "rolloutParallelism": "four"}, "rolloutParallelism", "positive whole number"),
     ({"topology": "migrated", "rolloutTimeoutSeconds": -5}, "rolloutTimeoutSeconds", "positive whole number"),
     ({"topology": "migrated", "istioVersion": "1.28.0"}, "istioVersion", "must be one of 1.30-dev"),

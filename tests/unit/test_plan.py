@@ -75,3 +75,15 @@ def test_preflight_refusals(mutate, message):
     with pytest.raises(plan.PreflightRefused, match=message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(s)", r"\(s\)")):
         make_plan(refusal(mutate))
+
+
+def test_rollback_plan_of_a_migration_stopped_before_the_ca_copy():
+    """Nothing in the target namespace holds a CA yet: the way back copies none and removes none."""
+    legacy_cfg = from_mapping({"topology": "legacy"})
+    migrated_plane = render.control_plane(render.render(render.migrated_input(CFG)))
+    p = plan.rollback_plan(charm_install(), legacy_cfg, migrated_plane, "istiod", ())
+    assert p.ca_secret is None
+    assert not any(kind == "Secret" for kind, _, _ in p.teardown)
+    assert ("Deployment", "istio-system", "istiod-kf-1-30") in p.teardown
+    assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
+            for h in p.default_injector["webhooks"]} == {("kubeflow", "istiod")}

@@ -168,6 +168,37 @@ def test_bounded_parallelism():
     assert sorted(chained) == [0, 1, 1, 1], "with parallelism 1 the restarts form one chain"
 
 
+def test_namespace_by_namespace_strategy():
+    """rolloutStrategy=namespaces: one command per namespace restarting all its Deployments, namespaces in sequence."""
+    registered = run_program("migrated", {"topology": "migrated", "rolloutStrategy": "namespaces"},
+                             live=charm_install())
+    rollouts = [r for r in registered if r.name.startswith("rollout-")]
+    live_namespaces = sorted({ns for ns, _ in charm_install().workloads.items()})
+    assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in live_namespaces]
+    by_urn = {r.urn: r.name for r in registered}
+    previous = [sorted(by_urn[d] for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
+    assert previous == [[]] + [[rollouts[i - 1].name] for i in range(1, len(rollouts))]
+    for r in rollouts:
+        namespace = r.name.removeprefix("rollout-")
+        for deployment in charm_install().workloads[namespace]:
+            assert f"deployment/{deployment}" in r.inputs["create"], (r.name, deployment)
+
+
+def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
+    """A migration stopped after creating istiod-kf-1-30 but before switching the default injector: `legacy` must
+    still remove the new plane (restart, verify, tear down), not leave a second istiod behind."""
+    import dataclasses
+    live = charm_install()
+    live = dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
+        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}])
+    registered = run_program("legacy", STACKS["legacy"], live=live)
+    teardown = next(r for r in registered if r.name == "teardown-migrated-control-plane")
+    assert "istiod-kf-1-30" in teardown.inputs["create"] and "deployment" in teardown.inputs["create"].lower()
+    assert [r for r in registered if r.name.startswith("rollout-")], "every workload is restarted on the way back"
+    assert not any(r.name == "teardown-migrated-control-plane" for r in run_program(
+        "legacy", STACKS["legacy"], live=charm_install())), "a charm install alone is not a rollback"
+
+
 def test_guard_protects_the_new_plane_and_comes_last():
     registered = run_program("migrated", STACKS["migrated"], live=charm_install())
     label = lambda r: r.inputs["metadata"].get("labels", {}).get("kfistio.io/protected")  # noqa: E731

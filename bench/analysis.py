@@ -1,0 +1,100 @@
+"""Pure functions from a run's recordings (Deployment events, injector samples, churn records) to its numbers."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from bench.churn import OUTCOMES
+
+NEW_ISTIOD = ("istio-system", "istiod-kf-1-30")
+OLD_ISTIOD = ("kubeflow", "istiod")
+
+
+def rolled_out(event: dict[str, Any]) -> bool:
+    """`kubectl rollout status` is satisfied: the controller saw the change and every replica is new and available."""
+    want = event["replicas"] or 0
+    return (event["observed"] >= event["generation"] and event["updated"] == want
+            and event["available"] == want and event["status_replicas"] == want)
+
+
+def istiod_available_at(events: Iterable[dict[str, Any]], istiod: tuple[str, str] = NEW_ISTIOD) -> float | None:
+    return next((e["t"] for e in events if (e["namespace"], e["name"]) == istiod
+                 and e["available_condition"] == "True"), None)
+
+
+def deleted_at(events: Iterable[dict[str, Any]], deployment: tuple[str, str] = OLD_ISTIOD) -> float | None:
+    return next((e["t"] for e in events if (e["namespace"], e["name"]) == deployment and e["type"] == "DELETED"),
+                None)
+
+
+def rollout_spans(events: Iterable[dict[str, Any]], namespaces: Iterable[str]) -> dict[str, tuple[float, float]]:
+    """'namespace/name' -> (first seen restarted, first seen rolled out after that) for Deployments in namespaces
+    whose pod template got a new restartedAt annotation during the run."""
+    namespaces = set(namespaces)
+    initial: dict[str, str | None] = {}
+    started: dict[str, tuple[str, float]] = {}
+    spans: dict[str, tuple[float, float]] = {}
+    for e in events:
+        if e["namespace"] not in namespaces or e["type"] == "DELETED":
+            continue
+        key = f"{e['namespace']}/{e['name']}"
+        initial.setdefault(key, e["restarted_at"])
+        if key not in started and e["restarted_at"] != initial[key]:
+            started[key] = (e["restarted_at"], e["t"])
+        if key in started and key not in spans and e["restarted_at"] == started[key][0] and rolled_out(e):
+            spans[key] = (started[key][1], e["t"])
+    return spans
+
+
+def injector_switch_at(samples: Iterable[dict[str, Any]], target_namespace: str) -> float | None:
+    """First sample in which the default injection path calls an istiod in target_namespace."""
+    return next((s["t"] for s in samples if any(t.startswith(f"{target_namespace}/")
+                                                 for t in s.get("injector_targets", []))), None)
+
+
+def churn_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for r in records:
+        counts[r["outcome"]] += 1
+    return counts
+
+
+def summarize_run(label: str, started: float, ended: float, events: list[dict[str, Any]],
+                  samples: list[dict[str, Any]], churn: list[dict[str, Any]], namespaces: list[str]) -> dict[str, Any]:
+    """P1 and P2 numbers of one migration run; times in seconds from the start of `pulumi up`."""
+    spans = rollout_spans(events, namespaces)
+    available = istiod_available_at(events)
+    durations = [done - start for start, done in spans.values()]
+    wall = ended - started
+    lower = ((available - started) + max(durations)) if available is not None and durations else None
+    rel = lambda t: None if t is None else round(t - started, 2)  # noqa: E731
+    window = [r for r in churn if started <= r["t"] <= ended]
+    counts = [c for s in samples for c in s["injectors"].values()]
+    return {
+        "label": label, "wall_s": round(wall, 1), "istiod_available_s": rel(available),
+        "slowest_rollout_s": round(max(durations), 1) if durations else None,
+        "median_rollout_s": round(sorted(durations)[len(durations) // 2], 1) if durations else None,
+        "rollouts": len(spans), "lower_bound_s": round(lower, 1) if lower else None,
+        "ratio_to_lower_bound": round(wall / lower, 2) if lower else None,
+        "switch_s": rel(injector_switch_at(samples, NEW_ISTIOD[0])),
+        "rollouts_first_start_s": rel(min((s for s, _ in spans.values()), default=None)),
+        "rollouts_last_done_s": rel(max((d for _, d in spans.values()), default=None)),
+        "old_istiod_deleted_s": rel(deleted_at(events)),
+        "churn": {"created": len(window), "rate_per_s": round(len(window) / wall, 2) if wall else 0,
+                  **churn_counts(window),
+                  "examples": [r["detail"] for r in window if r["outcome"] != "ok"][:5]},
+        "injector_samples": len(samples), "injectors_min": min(counts, default=0),
+        "injectors_max": max(counts, default=0),
+        "timeline": {"churn": [(rel(r["t"]), r["outcome"]) for r in window],
+                     "rollouts": sorted((rel(s), rel(d)) for s, d in spans.values())},
+    }
+
+
+def growth(previews: dict[int, float]) -> dict[str, Any]:
+    """P3: preview seconds per namespace count, and how time grows relative to the namespace count."""
+    sizes = sorted(previews)
+    smallest, largest = sizes[0], sizes[-1]
+    return {"seconds": {str(n): round(previews[n], 1) for n in sizes},
+            "growth_ratio": round(previews[largest] / previews[smallest], 2),
+            "namespace_ratio": round(largest / smallest, 2),
+            "ms_per_namespace_marginal": round(1000 * (previews[largest] - previews[smallest]) / (largest - smallest), 1)}

@@ -1,0 +1,34 @@
+"""The benchmark table printed at the end of `make bench` (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table(report: dict[str, Any]) -> str:
+    runs = report["migrations"]
+    lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>12}" for r in runs)]
+    rows = [("pulumi up wall", "wall_s"), ("new istiod Available at", "istiod_available_s"),
+            ("slowest single rollout", "slowest_rollout_s"), ("median rollout", "median_rollout_s"),
+            ("lower bound (Available + slowest)", "lower_bound_s"), ("wall / lower bound", "ratio_to_lower_bound"),
+            ("rollouts observed", "rollouts")]
+    for title, key in rows:
+        lines.append(f"{title:<38}" + "".join(f"{str(r[key]):>12}" for r in runs))
+    naive = next((r for r in runs if r["label"] == "namespaces"), None)
+    if naive:
+        lines.append(f"{'speed-up vs namespace by namespace':<38}"
+                     + "".join(f"{naive['wall_s'] / r['wall_s']:>11.2f}x" for r in runs))
+    lines += ["", f"P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
+    for title, key in [("pods created", "created"), ("rate (pods/s)", "rate_per_s"), ("rejected", "rejected"),
+                       ("admitted without sidecar", "no sidecar"), ("sidecar -> nonexistent istiod", "no such istiod")]:
+        lines.append(f"{title:<38}" + "".join(f"{str(r['churn'][key]):>12}" for r in runs))
+    lines.append(f"{'injectors per namespace (min-max)':<38}"
+                 + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_samples']})".rjust(12)
+                           for r in runs))
+    if report.get("previews"):
+        p = report["previews"]
+        lines += ["", "P3 `pulumi preview --stack migrated`"]
+        lines += [f"{n + ' namespaces':<38}{s:>11}s" for n, s in p["seconds"].items()]
+        lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / {p['namespace_ratio']}x")
+        lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
+    return "\n".join(lines)

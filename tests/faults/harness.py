@@ -1,0 +1,162 @@
+"""Fault-suite machinery: a small legacy mesh on a fresh cluster, `pulumi up` SIGKILLed at a named point, and the
+assertions every recovery must meet."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import time
+from typing import Any, Callable
+
+from kubernetes import client, config
+
+from demo import fixture
+from demo.observe import InjectorSampler, snapshot
+from devcluster.cluster import Cluster
+from devcluster.toolchain import REPO
+from tests.integration.conftest import fresh_cluster, run
+
+SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150)
+NEW, OLD = "istiod-kf-1-30.istio-system.svc:15012", "istiod.kubeflow.svc:15012"
+DEFAULT_INJECTOR = "istio-revision-tag-default-kubeflow"
+NEW_VALIDATOR = "istio-validator-kf-1-30-istio-system"
+
+
+class Api:
+    """Typed reads for the kill-point probes (the kubernetes client, not kubectl: probes run several times a second)."""
+
+    def __init__(self, kubeconfig: str):
+        config.load_kube_config(kubeconfig)
+        self.core, self.apps = client.CoreV1Api(), client.AppsV1Api()
+        self.ext, self.admission = client.ApiextensionsV1Api(), client.AdmissionregistrationV1Api()
+
+    def exists(self, read: Callable, *args) -> Any:
+        try:
+            return read(*args)
+        except client.ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+
+def _istio_crds(api: Api) -> list:
+    return [c for c in api.ext.list_custom_resource_definition().items if c.metadata.name.endswith(".istio.io")]
+
+
+def _adopted(crd) -> bool:
+    return "pulumi.com/patchForce" in (crd.metadata.annotations or {})
+
+
+def _restarted(api: Api) -> int:
+    return sum(1 for ns in fixture.profile_namespaces(SIZE) for d in api.apps.list_namespaced_deployment(ns).items
+               if "kubectl.kubernetes.io/restartedAt" in (d.spec.template.metadata.annotations or {}))
+
+
+def _available(api: Api, ns: str, name: str) -> bool:
+    dep = api.exists(api.apps.read_namespaced_deployment, name, ns)
+    return bool(dep and any(c.type == "Available" and c.status == "True" for c in dep.status.conditions or []))
+
+
+def _service_namespace(hook_config) -> set[str]:
+    return {h.client_config.service.namespace for h in hook_config.webhooks or []}
+
+
+# Kill points in the order a migration passes them: (name, what is true when pulumi up is killed).
+KILL_POINTS: dict[str, Callable[[Api], bool]] = {
+    "first-crd-adopted": lambda api: any(_adopted(c) for c in _istio_crds(api)),
+    "all-crds-adopted": lambda api: all(_adopted(c) for c in _istio_crds(api)),
+    "target-namespace-created": lambda api: api.exists(api.core.read_namespace, "istio-system") is not None,
+    "ca-copied": lambda api: api.exists(api.core.read_namespaced_secret, "istio-ca-secret", "istio-system")
+    is not None,
+    "new-istiod-created": lambda api: api.exists(api.apps.read_namespaced_deployment, "istiod-kf-1-30",
+                                                 "istio-system") is not None,
+    "new-istiod-available": lambda api: _available(api, "istio-system", "istiod-kf-1-30"),
+    "injector-switched": lambda api: _service_namespace(api.admission.read_mutating_webhook_configuration(
+        DEFAULT_INJECTOR)) == {"istio-system"},
+    "first-rollout": lambda api: _restarted(api) >= 1,
+    "half-the-rollouts": lambda api: _restarted(api) >= SIZE.profiles * SIZE.deployments // 2,
+    "all-rollouts-started": lambda api: _restarted(api) == SIZE.profiles * SIZE.deployments,
+    "old-istiod-deleted": lambda api: api.exists(api.apps.read_namespaced_deployment, "istiod", "kubeflow") is None,
+    "guard-created": lambda api: api.exists(api.admission.read_validating_admission_policy,
+                                            "kfistio-protect-istio") is not None,
+}
+
+
+@dataclasses.dataclass
+class Mesh:
+    """A legacy mesh on its own cluster, the snapshot taken before any migration, and a running injector sampler."""
+
+    cluster: Cluster
+    env: dict[str, str]
+    before: dict[str, Any]
+    sampler: InjectorSampler
+
+    def pulumi(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run(["pulumi", *args, "--non-interactive"], self.env, cwd=REPO, check=check)
+
+    def close(self) -> list[dict[str, Any]]:
+        samples = self.sampler.stop()
+        self.cluster.down(purge=True)
+        return samples
+
+
+def legacy_mesh(name: str) -> Mesh:
+    cluster, env = fresh_cluster(name)
+    fixture.build(env, SIZE)
+    sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(SIZE))
+    sampler.start()
+    return Mesh(cluster, env, snapshot(env), sampler)
+
+
+def up_killed_at(mesh: Mesh, point: str, stack: str = "migrated", timeout: float = 600) -> str:
+    """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started) as soon as the kill
+    point is observed. Returns the output so far; fails if the update ended before the point was reached."""
+    api, probe = Api(mesh.env["KUBECONFIG"]), KILL_POINTS[point]
+    log = mesh.cluster.dir / f"up-{stack}-{point}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
+                                cwd=REPO, env=mesh.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            if probe(api):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return log.read_text()
+            time.sleep(0.1)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError(f"`pulumi up --stack {stack}` ended (exit {proc.returncode}) before kill point {point!r} "
+                         f"was observed:\n{log.read_text()[-4000:]}")
+
+
+def one_injector_throughout(samples: list[dict[str, Any]]) -> None:
+    counts = [c for s in samples for c in s["injectors"].values()]
+    assert counts and min(counts) == max(counts) == 1, \
+        f"injectors per profile namespace over {len(samples)} samples: min {min(counts)}, max {max(counts)}"
+
+
+def nothing_lost(mesh: Mesh) -> None:
+    after = snapshot(mesh.env)
+    assert after["crd_uids"] == mesh.before["crd_uids"], "a CRD was deleted and re-created"
+    lost = sorted(set(mesh.before["crs"]) - set(after["crs"]))
+    changed = sorted(k for k in mesh.before["crs"] if k in after["crs"] and after["crs"][k] != mesh.before["crs"][k])
+    assert not lost and not changed, f"CRs lost: {lost}; changed: {changed}"
+    assert len(set(after["roots"].values())) == 1, "more than one root of trust"
+
+
+def every_sidecar_on(mesh: Mesh, address: str) -> None:
+    verify = run([str(REPO / ".venv/bin/python"), "-m", "migration.verify", "--istiod", address,
+                  "--gateway-namespace", "kubeflow", *fixture.profile_namespaces(SIZE)], mesh.env, cwd=REPO,
+                 check=False)
+    assert verify.returncode == 0, verify.stderr
+
+
+def new_pods_get(mesh: Mesh, address: str) -> None:
+    import json
+    from migration.verify import proxy_address
+    ns = fixture.profile_namespaces(SIZE)[0]
+    pod = run(["kubectl", "-n", ns, "run", f"probe-{int(time.time())}", "--image=x", "-o", "json"], mesh.env)
+    assert proxy_address(json.loads(pod.stdout)) == address
+    run(["kubectl", "-n", ns, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], mesh.env)
