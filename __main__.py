@@ -12,7 +12,7 @@ from components.crds import IstioCrds, IstioCrdsArgs
 from components.gateway import GatewayArgs, IngressGateway
 from migration import config, plan
 from migration.decide import decide
-from migration.guard import Guard, protected
+from migration.guard import Guard, purge_proof
 from migration.transition import (Rollouts, RolloutsArgs, WebhookSwitch, WebhookSwitchArgs, serving_command,
                                   teardown_command, verification_command)
 
@@ -34,7 +34,7 @@ objects = tuple(dict(o, data=pulumi.Output.secret(o["data"])) if o["kind"] == "S
 control_plane = IstioControlPlane("control-plane", ControlPlaneArgs(
     namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision, objects=objects,
     create_namespace=migrated or cfg.create_source_namespace, depends_on=[crds], adopt=decided.adopt_objects,
-    mark=protected if migrated else dict))
+    mark=purge_proof if migrated else dict, protect=migrated))
 gateway_after = [control_plane]
 if steps:
     # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).

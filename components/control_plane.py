@@ -45,6 +45,8 @@ class ControlPlaneArgs:
     """(kind, namespace, name) of objects already on the cluster: imported (and taken over), not created."""
     mark: Callable[[dict[str, Any]], dict[str, Any]] = dict
     """Applied to every object before it is declared (the migrated stack labels its plane for the guard)."""
+    protect: bool = False
+    """Pulumi `protect` on every object: this stack refuses to delete or replace them (the migrated plane)."""
 
 
 class IstioControlPlane(pulumi.ComponentResource):
@@ -54,7 +56,7 @@ class IstioControlPlane(pulumi.ComponentResource):
         if args.create_namespace:
             namespace = declare(name, args.mark({"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": args.namespace}}),
-                                pulumi.ResourceOptions(parent=self, depends_on=previous))
+                                pulumi.ResourceOptions(parent=self, depends_on=previous, protect=args.protect))
             previous = [namespace]
         self.resources: dict[str, pulumi.Resource] = {}
         for index in range(len(PHASES)):
@@ -72,5 +74,5 @@ class IstioControlPlane(pulumi.ComponentResource):
         adopt = (obj["kind"], meta.get("namespace", ""), meta["name"]) in args.adopt
         marked = args.mark(dict(obj))
         return declare(name, adoptable(marked) if adopt else marked, pulumi.ResourceOptions(
-            parent=self, depends_on=previous, import_=object_id(obj) if adopt else None,
+            parent=self, depends_on=previous, import_=object_id(obj) if adopt else None, protect=args.protect,
             ignore_changes=assigned_fields(obj) if adopt else None))

@@ -55,12 +55,29 @@ def protected(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
+PURGE_SELECTOR_LABEL = "operator.istio.io/component"
+
+
+def purge_proof(obj: dict[str, Any]) -> dict[str, Any]:
+    """obj protected, and if it is a Deployment, with pods that `istioctl uninstall --purge` cannot select: it
+    deletes every Pod labelled operator.istio.io/component, and the guard cannot refuse pod deletions (controllers
+    delete pods all the time), so without this the new istiod would be down until its pods are recreated."""
+    obj = protected(obj)
+    if obj["kind"] != "Deployment":
+        return obj
+    template = obj["spec"]["template"]
+    labels = {k: v for k, v in (template["metadata"].get("labels") or {}).items() if k != PURGE_SELECTOR_LABEL}
+    spec = {**obj["spec"], "template": {**template, "metadata": {**template["metadata"], "labels": labels}}}
+    return {**obj, "spec": spec}
+
+
 class Guard(pulumi.ComponentResource):
-    """Declared after what it protects, so `pulumi destroy` removes the guard before anything else."""
+    """Declared after what it protects. Its objects are `protect`ed, like the plane: `pulumi destroy` of the
+    migrated stack is refused before it deletes anything (it would leave the default injector calling no istiod)."""
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Guard", name, None, opts)
         policy, binding = guard_objects()
-        declared_policy = declare(name, policy, child_options(self, opts))
-        declare(name, binding, child_options(self, opts, depends_on=[declared_policy]))
+        declared_policy = declare(name, policy, child_options(self, opts, protect=True))
+        declare(name, binding, child_options(self, opts, depends_on=[declared_policy], protect=True))
         self.register_outputs({"policy": POLICY})

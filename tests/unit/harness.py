@@ -48,6 +48,7 @@ class Registered:
     custom: bool
     import_id: str
     retain_on_delete: bool
+    protect: bool
     dependencies: tuple[str, ...]
     inputs: dict[str, Any]
 
@@ -85,6 +86,7 @@ def run_program(stack: str, config: dict[str, Any], registered: list[Registered]
             registered.append(Registered(
                 type=request.type, name=request.name, urn=response.urn, parent=request.parent,
                 custom=request.custom, import_id=request.importId, retain_on_delete=request.retainOnDelete,
+                protect=request.protect,
                 dependencies=tuple(request.dependencies),
                 inputs=rpc.deserialize_properties(request.object) if request.custom else {}))
         return response
