@@ -14,7 +14,7 @@ TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
 SUPPORTED_ISTIO_VERSIONS = ("1.30-dev",)  # what the pinned istioctl renders (tools/pins.env ISTIO_VERSION)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
-ROLLOUT_STRATEGIES = ("lanes", "namespaces")
+ROLLOUT_STRATEGIES = ("namespaces", "deployments")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -54,10 +54,11 @@ class MigrationConfig:
     root_namespace_policy: str
     """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
     rollout_strategy: str
-    """`lanes`: rolloutParallelism restarts in flight across all namespaces; `namespaces`: one namespace at a time,
-    all its Deployments restarted together and awaited before the next (the manual runbook's loop)."""
+    """`namespaces`: one restart command per namespace, all its Deployments restarted together; `deployments`: one
+    command per Deployment."""
     rollout_parallelism: int
-    """How many workload rollouts run at once (strategy `lanes`)."""
+    """How many restart commands run at once (1 with `namespaces` is the manual runbook's namespace-by-namespace
+    loop)."""
     rollout_timeout_seconds: int
     """Per-workload limit for `kubectl rollout status`."""
     create_source_namespace: bool
@@ -139,7 +140,7 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "meshConfig": (_set_overrides, {"accessLogFile": "/dev/stdout"}),
     "gatewayNamespace": (_namespace, None),
     "rootNamespacePolicy": (_one_of(ROOT_NAMESPACE_POLICIES), "keep"),
-    "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "lanes"),
+    "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "namespaces"),
     "rolloutParallelism": (_positive_int, 4),
     "rolloutTimeoutSeconds": (_positive_int, 600),
     "createSourceNamespace": (_bool, False),
@@ -178,12 +179,15 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
 
 
 def load() -> MigrationConfig:
-    """Read this stack's `kf-istio-migrate:*` config (plain strings, or objects for values/meshConfig)."""
+    """Read this stack's `kf-istio-migrate:*` config (plain strings, or objects for values/meshConfig). Keys this
+    program does not know are refused too: a misspelt key must not silently fall back to its default."""
     import pulumi
+    from pulumi.runtime.config import CONFIG, get_config_env
 
     config = pulumi.Config(PROJECT)
+    present = {k.split(":", 1)[1] for k in {**get_config_env(), **CONFIG.get()} if k.startswith(f"{PROJECT}:")}
     raw: dict[str, Any] = {}
-    for key in KEYS:
+    for key in sorted(present | set(KEYS)):
         value = config.get_object(key) if key in ("values", "meshConfig") else config.get(key)
         if value is not None:
             raw[key] = value

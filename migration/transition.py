@@ -41,10 +41,10 @@ class RolloutsArgs:
     workloads: Sequence[tuple[str, str]]
     """(namespace, Deployment) to restart."""
     parallelism: int
-    """At most this many restarts run at once (lanes of dependent commands)."""
+    """At most this many commands run at once (lanes of dependent commands)."""
     strategy: str
-    """`lanes` (one command per Deployment, `parallelism` lanes) or `namespaces` (one command per namespace, in
-    sequence)."""
+    """`namespaces` (one command per namespace, restarting all its Deployments together) or `deployments` (one
+    command per Deployment)."""
     timeout_seconds: int
     """Limit for each `kubectl rollout status`."""
     istiod_address: str
@@ -61,8 +61,8 @@ def rollout_script(namespace: str, deployments: Sequence[str], timeout_seconds: 
 
 
 def rollout_batches(workloads: Sequence[tuple[str, str]], strategy: str) -> list[tuple[str, list[str]]]:
-    """(namespace, Deployments) per command: one Deployment each (`lanes`) or one namespace each (`namespaces`)."""
-    if strategy == "lanes":
+    """(namespace, Deployments) per command: one namespace each (`namespaces`) or one Deployment each."""
+    if strategy == "deployments":
         return [(namespace, [deployment]) for namespace, deployment in workloads]
     batches: dict[str, list[str]] = {}
     for namespace, deployment in workloads:
@@ -72,16 +72,15 @@ def rollout_batches(workloads: Sequence[tuple[str, str]], strategy: str) -> list
 
 class Rollouts(pulumi.ComponentResource):
     """Restarts every injected workload, after the webhook switch, so each is re-injected by the new istiod.
-    Commands run in lanes: command i waits for command i-lanes (`namespaces` strategy: one lane)."""
+    Commands run in `parallelism` lanes: command i waits for command i-parallelism."""
 
     def __init__(self, name: str, args: RolloutsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Rollouts", name, None, opts)
-        lanes = args.parallelism if args.strategy == "lanes" else 1
         self.commands: list[command.local.Command] = []
         for index, (namespace, deployments) in enumerate(rollout_batches(args.workloads, args.strategy)):
-            lane_previous = self.commands[index - lanes] if index >= lanes else None
+            lane_previous = self.commands[index - args.parallelism] if index >= args.parallelism else None
             self.commands.append(command.local.Command(
-                f"{name}-{namespace}" + (f"-{deployments[0]}" if args.strategy == "lanes" else ""),
+                f"{name}-{namespace}" + (f"-{deployments[0]}" if args.strategy == "deployments" else ""),
                 create=rollout_script(namespace, deployments, args.timeout_seconds),
                 triggers=[args.istiod_address, namespace, *deployments],
                 opts=child_options(self, opts, depends_on=[lane_previous] if lane_previous else [])))

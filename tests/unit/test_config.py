@@ -16,7 +16,7 @@ INVALID = [
     ({"topology": "migrated", "revision": "default"}, "revision", "must not be `default`"),
     ({"topology": "migrated", "revision": "Kf_1"}, "revision", "DNS-1123 label"),
     ({"topology": "migrated", "rolloutParallelism": 0}, "rolloutParallelism", "positive whole number"),
-    ({"topology": "migrated", "rolloutStrategy": "all-at-once"}, "rolloutStrategy", "one of lanes, namespaces"),
+    ({"topology": "migrated", "rolloutStrategy": "all-at-once"}, "rolloutStrategy", "one of namespaces, deployments"),
     ({"topology": "migrated", "rolloutParallelism": "four"}, "rolloutParallelism", "positive whole number"),
     ({"topology": "migrated", "rolloutTimeoutSeconds": -5}, "rolloutTimeoutSeconds", "positive whole number"),
     ({"topology": "migrated", "istioVersion": "1.28.0"}, "istioVersion", "must be one of 1.30-dev"),
@@ -40,8 +40,8 @@ def test_invalid_value_is_refused_with_its_key_and_rule(raw, key, rule):
     assert rule in str(err.value)
 
 
-@pytest.mark.parametrize("raw,key,rule", INVALID[:1] + INVALID[4:6] + INVALID[7:8],
-                         ids=["topology", "same-namespaces", "revision-default", "parallelism"])
+@pytest.mark.parametrize("raw,key,rule", INVALID[:1] + INVALID[4:6] + INVALID[7:8] + INVALID[-1:],
+                         ids=["topology", "same-namespaces", "revision-default", "parallelism", "misspelt-key"])
 def test_program_declares_nothing_on_invalid_config(raw, key, rule):
     registered = []
     with pytest.raises(Exception, match=rule):

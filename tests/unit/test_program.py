@@ -151,7 +151,7 @@ def test_migration_steps_are_ordered():
     assert "control-plane-secret-istio-system-istio-ca-secret" in names(
         named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
-    assert len(rollouts) == 4
+    assert len(rollouts) == 2, "one restart command per profile namespace (default strategy)"
     assert all({s.name for s in switch} <= names(r) for r in rollouts), "every restart follows the switch"
     gateway_deployment = named["ingress-gateway-deployment-kubeflow-istio-ingressgateway-workload"]
     assert {s.name for s in switch} <= names(gateway_deployment)
@@ -161,7 +161,8 @@ def test_migration_steps_are_ordered():
 
 
 def test_bounded_parallelism():
-    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, live=charm_install())
+    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1,
+                                          "rolloutStrategy": "deployments"}, live=charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     by_urn = {r.urn: r.name for r in registered}
     chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
@@ -169,9 +170,9 @@ def test_bounded_parallelism():
 
 
 def test_namespace_by_namespace_strategy():
-    """rolloutStrategy=namespaces: one command per namespace restarting all its Deployments, namespaces in sequence."""
-    registered = run_program("migrated", {"topology": "migrated", "rolloutStrategy": "namespaces"},
-                             live=charm_install())
+    """rolloutStrategy=namespaces (the default) with parallelism 1: one command per namespace restarting all its
+    Deployments, namespaces in sequence (the manual runbook's loop)."""
+    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, live=charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     live_namespaces = sorted({ns for ns, _ in charm_install().workloads.items()})
     assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in live_namespaces]
@@ -197,6 +198,20 @@ def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
     assert [r for r in registered if r.name.startswith("rollout-")], "every workload is restarted on the way back"
     assert not any(r.name == "teardown-migrated-control-plane" for r in run_program(
         "legacy", STACKS["legacy"], live=charm_install())), "a charm install alone is not a rollback"
+
+
+def test_destroying_the_migrated_stack_is_refused_and_purge_cannot_select_istiod_pods():
+    """`protect` on the migrated plane and the guard: `pulumi destroy` fails before deleting anything. The new
+    istiod's pods lack the label `istioctl uninstall --purge` deletes pods by."""
+    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    plane = [r for r in registered if r.custom and (r.parent.endswith("ControlPlane::control-plane")
+                                                    or r.parent.endswith("Guard::guard"))]
+    assert plane and all(r.protect for r in plane)
+    istiod = next(r for r in plane if r.kind == "Deployment")
+    assert "operator.istio.io/component" not in istiod.inputs["spec"]["template"]["metadata"]["labels"]
+    assert istiod.inputs["metadata"]["labels"]["operator.istio.io/component"] == "Pilot", "only the pods change"
+    legacy = run_program("legacy", STACKS["legacy"], live=charm_install())
+    assert not any(r.protect for r in legacy), "the legacy stack (the way back) stays free to change"
 
 
 def test_guard_protects_the_new_plane_and_comes_last():
