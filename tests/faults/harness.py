@@ -157,6 +157,6 @@ def new_pods_get(mesh: Mesh, address: str) -> None:
     import json
     from migration.verify import proxy_address
     ns = fixture.profile_namespaces(SIZE)[0]
-    pod = run(["kubectl", "-n", ns, "run", f"probe-{int(time.time())}", "--image=x", "-o", "json"], mesh.env)
+    pod = run(["kubectl", "-n", ns, "run", f"probe-{time.time_ns()}", "--image=x", "-o", "json"], mesh.env)
     assert proxy_address(json.loads(pod.stdout)) == address
     run(["kubectl", "-n", ns, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], mesh.env)

@@ -1,0 +1,60 @@
+"""R2: after a migration, every way of deleting the mesh's config or the new control plane is denied by the
+apiserver (the guard), and no CR is lost; the mesh still injects."""
+
+from __future__ import annotations
+
+import pytest
+
+from demo.observe import kubectl_json, snapshot
+from tests.faults.harness import DEFAULT_INJECTOR, NEW, legacy_mesh, new_pods_get, nothing_lost
+from devcluster.toolchain import REPO
+from tests.integration.conftest import run
+
+DENIED = "kf-istio-migrate protects"
+# attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
+ATTEMPTS = {
+    "one CRD": (["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], DENIED),
+    "every Istio CRD at once": (None, DENIED),  # argv filled in from the cluster
+    "the new istiod": (["kubectl", "-n", "istio-system", "delete", "deployment", "istiod-kf-1-30"], DENIED),
+    "the new istiod's Service": (["kubectl", "-n", "istio-system", "delete", "service", "istiod-kf-1-30"], DENIED),
+    "the copied CA": (["kubectl", "-n", "istio-system", "delete", "secret", "istio-ca-secret"], DENIED),
+    "the default injector": (["kubectl", "delete", "mutatingwebhookconfiguration", DEFAULT_INJECTOR], DENIED),
+    "the default validator": (["kubectl", "delete", "validatingwebhookconfiguration", "istiod-default-validator"],
+                              DENIED),
+    "the target namespace": (["kubectl", "delete", "namespace", "istio-system", "--wait=false"], DENIED),
+    "the old charm's purge": (["istioctl", "uninstall", "--purge", "-y"], None),
+    "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
+                                              "--non-interactive"], "because it is protected"),
+}
+
+
+@pytest.fixture(scope="module")
+def migrated():
+    mesh = legacy_mesh("r2")
+    mesh.pulumi("stack", "init", "migrated")
+    mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
+    yield mesh
+    mesh.close()
+
+
+@pytest.mark.parametrize("attempt", list(ATTEMPTS))
+def test_denied(migrated, attempt):
+    env = migrated.env
+    argv, refusal = ATTEMPTS[attempt]
+    argv = argv or ["kubectl", "delete", "crd", *sorted(snapshot(env)["crd_uids"])]
+    before = snapshot(env)
+    result = run(argv, env, cwd=REPO, check=False, timeout=300)
+    if refusal:
+        output = result.stdout + result.stderr
+        assert result.returncode != 0 and refusal in output, output[-3000:]
+    after = snapshot(env)
+    assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
+    assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"].get(
+        "deletionTimestamp") is None
+    assert kubectl_json(env, "get", "namespace", "istio-system")["status"]["phase"] == "Active"
+    new_pods_get(migrated, NEW)  # at once: no attempt leaves even a moment without a serving istiod
+
+
+def test_after_every_attempt_nothing_lost_and_injection_works(migrated):
+    nothing_lost(migrated)
+    new_pods_get(migrated, NEW)

@@ -1,0 +1,33 @@
+"""R4: a migration stopped at a kill point, then rolled back (`pulumi stack select legacy && pulumi up`): the
+legacy mesh again, one injector at every sample, nothing lost, nothing of the migrated plane left running."""
+
+from __future__ import annotations
+
+from demo.observe import kubectl_json
+from tests.faults.harness import (DEFAULT_INJECTOR, OLD, every_sidecar_on, legacy_mesh, new_pods_get, nothing_lost,
+                                  one_injector_throughout, up_killed_at)
+from tests.integration.conftest import run
+
+
+def test_rollback_from(rollback_point):
+    mesh = legacy_mesh(f"r4-{rollback_point[:10]}")
+    try:
+        mesh.pulumi("stack", "init", "migrated")
+        up_killed_at(mesh, rollback_point)
+        mesh.pulumi("cancel", "--stack", "migrated", "--yes")
+        mesh.pulumi("stack", "init", "legacy")
+        mesh.pulumi("up", "--stack", "legacy", "--yes", "--skip-preview")
+        one_injector_throughout(mesh.sampler.stop())
+        nothing_lost(mesh)
+        injector = kubectl_json(mesh.env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)
+        assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
+                for h in injector["webhooks"]} == {("kubeflow", "istiod")}
+        left = run(["kubectl", "get", "deploy", "-A", "-l", "app=istiod", "-o",
+                    "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}"], mesh.env).stdout.split()
+        assert left == ["kubeflow/istiod"], f"istiod Deployments after the rollback: {left}"
+        run(["kubectl", "-n", "kubeflow", "wait", "deploy/istiod", "--for=condition=Available", "--timeout=60s"],
+            mesh.env)
+        every_sidecar_on(mesh, OLD)
+        new_pods_get(mesh, OLD)
+    finally:
+        mesh.close()

@@ -1,0 +1,59 @@
+"""The benchmark's numbers come from pure functions over recorded events: checked here on hand-made recordings."""
+
+from __future__ import annotations
+
+from bench.analysis import growth, rollout_spans, summarize_run
+from bench.report import NAIVE, table
+
+
+def event(t, ns, name, *, restarted=None, generation=1, observed=1, updated=1, available=1, replicas=1,
+          status_replicas=1, condition="True", kind="MODIFIED"):
+    return {"t": t, "type": kind, "namespace": ns, "name": name, "restarted_at": restarted,
+            "generation": generation, "observed": observed, "replicas": replicas, "status_replicas": status_replicas,
+            "updated": updated, "available": available, "available_condition": condition}
+
+
+EVENTS = [
+    event(0.0, "p0", "a", kind="LISTED"), event(0.0, "p0", "b", kind="LISTED"),
+    event(0.0, "kubeflow", "istiod", kind="LISTED"),
+    event(3.0, "istio-system", "istiod-kf-1-30", kind="ADDED", condition="False", available=0, updated=0),
+    event(9.0, "istio-system", "istiod-kf-1-30", condition="True"),
+    # a: restarted at 12, a surge pod exists, then the old one goes at 15
+    event(12.0, "p0", "a", restarted="r1", generation=2, observed=1),
+    event(12.5, "p0", "a", restarted="r1", generation=2, observed=2, updated=1, available=1, status_replicas=2),
+    event(15.0, "p0", "a", restarted="r1", generation=2, observed=2),
+    # b: restarted at 13, done at 14
+    event(13.0, "p0", "b", restarted="r1", generation=2, observed=1),
+    event(14.0, "p0", "b", restarted="r1", generation=2, observed=2),
+    event(20.0, "kubeflow", "istiod", kind="DELETED"),
+]
+
+
+def test_rollout_spans_end_when_rollout_status_would_return():
+    assert rollout_spans(EVENTS, ["p0"]) == {"p0/a": (12.0, 15.0), "p0/b": (13.0, 14.0)}
+
+
+def test_unrestarted_deployments_have_no_span():
+    assert rollout_spans(EVENTS[:5], ["p0"]) == {}
+
+
+def test_summary_lower_bound_and_ratio():
+    samples = [{"t": 1.0, "injectors": {"p0": 1}, "injector_targets": ["kubeflow/istiod"]},
+               {"t": 11.0, "injectors": {"p0": 1}, "injector_targets": ["istio-system/istiod-kf-1-30"]}]
+    churn = [{"t": 2.0, "outcome": "ok", "detail": ""}, {"t": 10.5, "outcome": "rejected", "detail": "p0/churn-1"},
+             {"t": 40.0, "outcome": "ok", "detail": "after the update: not counted"}]
+    summary = summarize_run("p4", 0.0, 24.0, EVENTS, samples, churn, ["p0"])
+    assert summary["istiod_available_s"] == 9.0 and summary["slowest_rollout_s"] == 3.0
+    assert summary["lower_bound_s"] == 12.0 and summary["ratio_to_lower_bound"] == 2.0
+    assert summary["switch_s"] == 11.0 and summary["old_istiod_deleted_s"] == 20.0
+    assert summary["churn"]["created"] == 2 and summary["churn"]["rejected"] == 1
+    assert summary["churn"]["examples"] == ["p0/churn-1"]
+    assert (summary["injectors_min"], summary["injectors_max"]) == (1, 1)
+
+
+def test_growth_and_table():
+    g = growth({25: 10.0, 100: 16.0, 400: 40.0})
+    assert g["growth_ratio"] == 4.0 and g["namespace_ratio"] == 16.0 and g["ms_per_namespace_marginal"] == 80.0
+    naive = dict(summarize_run("p1", 0.0, 24.0, EVENTS, [], [], ["p0"]), config=NAIVE)
+    text = table({"migrations": [naive, dict(naive, label="p4", wall_s=12.0, config={})], "previews": g})
+    assert "speed-up vs p1 (namespace by namespace)" in text and "2.00x" in text and "400 namespaces" in text
