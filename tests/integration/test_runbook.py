@@ -25,7 +25,8 @@ def runnable_blocks() -> list[tuple[str, str]]:
 
 def test_runbook_marks_each_step_runnable():
     steps = [heading.split(".")[0] for heading, _ in runnable_blocks()]
-    assert steps == ["1", "2", "3", "4", "5", "7"], "pre-checks, backup, preview, migrate, verify, rollback"
+    assert steps == ["1", "2", "3", "4", "5", "7", "7"], \
+        "pre-checks, backup, preview, migrate, verify, rollback, migrate again"
 
 
 def test_runbook_end_to_end(tmp_path):
@@ -39,10 +40,15 @@ def test_runbook_end_to_end(tmp_path):
             assert result.returncode == 0, f"runbook step '{heading}' failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
             if heading.startswith("5."):
                 assert "kf-istio-migrate protects" in result.stdout
+            if heading.startswith("7.") and "stack rm" not in script:
+                assert kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
+                    "availableReplicas") == 1, "rolled back to the legacy istiod"
         backups = {p.name for p in (tmp_path / "backup").iterdir()}
         assert "virtualservices.networking.istio.io.yaml" in backups and "istio-ca-secret.yaml" in backups
         after = snapshot(env)
         assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
-        assert kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get("availableReplicas") == 1
+        assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["status"].get(
+            "availableReplicas") == 1, "migrated again"
+        assert not kubectl_json(env, "-n", "kubeflow", "get", "deploy", "-l", "app=istiod")["items"]
     finally:
         cluster.down(purge=True)
