@@ -21,7 +21,7 @@ def table(report: dict[str, Any]) -> str:
     if naive:
         lines.append(f"{'speed-up vs p1 (namespace by namespace)':<38}"
                      + "".join(f"{naive['wall_s'] / r['wall_s']:>11.2f}x" for r in runs))
-    lines += ["", f"P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
+    lines += ["", "P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
     for title, key in [("pods created", "created"), ("rate (pods/s)", "rate_per_s"), ("rejected", "rejected"),
                        ("admitted without sidecar", "no sidecar"), ("sidecar -> nonexistent istiod", "no such istiod")]:
         lines.append(f"{title:<38}" + "".join(f"{str(r['churn'][key]):>12}" for r in runs))

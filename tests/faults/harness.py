@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import time
@@ -118,12 +119,16 @@ def up_killed_at(mesh: Mesh, point: str, stack: str = "migrated", timeout: float
     with open(log, "w") as out:
         proc = subprocess.Popen(["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
                                 cwd=REPO, env=mesh.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:
             if probe(api):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                return log.read_text()
+                output = log.read_text()
+                done = len(re.findall(r" (created|imported|updated|replaced) \(", output))
+                print(f"SIGKILL at {point}: {time.monotonic() - started:.1f}s into the update, {done} steps done")
+                return output
             time.sleep(0.1)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
