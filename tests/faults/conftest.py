@@ -1,15 +1,11 @@
-"""`pytest tests/faults` runs the fast subset (part of `make test`); `--all-faults` (`make faults`) every kill point."""
+"""`pytest tests/faults` runs the fast subset (part of `make test`); `--all-faults` (`make faults`, option defined in
+tests/conftest.py) every kill point."""
 
 from __future__ import annotations
 
 from tests.faults.harness import KILL_POINTS
 
 FAST = {"resume_point": ["new-istiod-created", "half-the-rollouts"], "rollback_point": ["injector-switched"]}
-
-
-def pytest_addoption(parser):
-    parser.addoption("--all-faults", action="store_true",
-                     help="crash/resume and rollback at every kill point, not only the fast subset")
 
 
 def pytest_generate_tests(metafunc):
