@@ -10,6 +10,7 @@ import pulumi
 from components.control_plane import ControlPlaneArgs, IstioControlPlane
 from components.crds import IstioCrds, IstioCrdsArgs
 from components.gateway import GatewayArgs, IngressGateway
+from components.objects import adoptable
 from migration import config, plan
 from migration.decide import decide
 from migration.guard import Guard, purge_proof
@@ -34,7 +35,8 @@ objects = tuple(dict(o, data=pulumi.Output.secret(o["data"])) if o["kind"] == "S
 control_plane = IstioControlPlane("control-plane", ControlPlaneArgs(
     namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision, objects=objects,
     create_namespace=migrated or cfg.create_source_namespace, depends_on=[crds], adopt=decided.adopt_objects,
-    mark=purge_proof if migrated else dict, protect=migrated))
+    # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
+    mark=(lambda o: adoptable(purge_proof(o))) if migrated else dict, protect=migrated))
 gateway_after = [control_plane]
 if steps:
     # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 
 from components import PACKAGE
-from components.objects import child_options, declare
+from components.objects import adoptable, child_options, declare
 
 PROTECTED_LABEL = "kfistio.io/protected"
 ALLOW_DELETE_ANNOTATION = "kfistio.io/allow-delete"
@@ -78,6 +78,7 @@ class Guard(pulumi.ComponentResource):
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Guard", name, None, opts)
         policy, binding = guard_objects()
-        declared_policy = declare(name, policy, child_options(self, opts, protect=True))
-        declare(name, binding, child_options(self, opts, depends_on=[declared_policy], protect=True))
+        # adoptable: if a crash cuts the create off, the resumed update re-applies over its own earlier manager.
+        declared_policy = declare(name, adoptable(policy), child_options(self, opts, protect=True))
+        declare(name, adoptable(binding), child_options(self, opts, depends_on=[declared_policy], protect=True))
         self.register_outputs({"policy": POLICY})
