@@ -6,14 +6,14 @@ PY := $(VENV)/bin/python
 CLUSTER ?= dev
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.state/pulumi
 
-.PHONY: help setup toolchain venv demo test unit bench faults cluster-up cluster-down cluster-status
+.PHONY: help setup toolchain venv demo test unit go-test bench faults cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo    set everything up, start the embedded cluster, migrate legacy -> migrated, print the verification table"
 	@echo "make test    set everything up and run the whole test suite (unit + integration on embedded clusters)"
 	@echo "make bench   benchmarks P1-P3 on fresh embedded clusters (about 40 min; .state/bench/results.json, timeline.png)"
 	@echo "make faults  the full fault suite (crash/resume at every kill point, rollback from every phase; about 1 h)"
-	@echo "make setup | unit | cluster-up | cluster-down | cluster-status"
+	@echo "make setup | unit | go-test | cluster-up | cluster-down | cluster-status"
 
 setup: venv toolchain
 
@@ -29,8 +29,13 @@ toolchain:
 demo: setup
 	$(PY) -m demo
 
-test: setup
+test: setup go-test
 	$(PY) -m pytest tests
+
+# Our own Go programs (the Command provider and the language host); the other tools/go modules only wrap upstream.
+go-test:
+	cd tools/go/command-provider && go test ./...
+	cd tools/go/langhost && go test ./...
 
 bench: setup
 	$(PY) -m bench
@@ -38,6 +43,7 @@ bench: setup
 faults: setup
 	$(PY) -m pytest tests/faults --all-faults
 
+# No toolchain, no cluster: recorded istioctl output (tests/fixtures), Pulumi mocks, pure functions.
 unit: venv
 	$(PY) -m pytest tests/unit
 

@@ -8,7 +8,9 @@
 //   - a change of `triggers` replaces the resource (the SDK also marks triggers[*] replaceOnChanges);
 //   - a change of any other input updates it: `update` runs if set, else `create` runs again;
 //   - delete runs `delete` if set; previous stdout/stderr are in PULUMI_COMMAND_STDOUT/STDERR;
-//   - nothing runs during preview: stdout/stderr are unknown there.
+//   - nothing runs during preview: stdout/stderr are unknown there;
+//   - while a command runs, each line it writes is sent to the engine as it comes (`logging`: stdoutAndStderr by
+//     default, stdout, stderr or none), so the operator sees a rollout's progress live, as upstream streams it.
 //
 // Assets, archives and remote connections are not implemented and are refused by Check.
 package main
@@ -19,15 +21,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
@@ -48,11 +54,15 @@ var (
 
 type commandProvider struct {
 	pulumirpc.UnimplementedResourceProviderServer
+	// emit sends one line of a running command's output to the engine, attributed to the resource urn.
+	emit func(ctx context.Context, urn, line string)
 }
 
 func main() {
-	err := provider.Main("command", func(*provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
-		return &commandProvider{}, nil
+	err := provider.Main("command", func(host *provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
+		return &commandProvider{emit: func(ctx context.Context, urn, line string) {
+			_ = host.Log(ctx, diag.Info, resource.URN(urn), line)
+		}}, nil
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -151,7 +161,8 @@ func (p *commandProvider) Create(ctx context.Context, req *pulumirpc.CreateReque
 	if !req.GetPreview() {
 		id = newID()
 	}
-	out, err := runStep(ctx, req.GetProperties(), nil, "create", req.GetPreview(), req.GetTimeout())
+	out, err := runStep(ctx, req.GetProperties(), nil, "create", req.GetPreview(), req.GetTimeout(),
+		p.logger(ctx, req.GetUrn(), req.GetProperties()))
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +174,8 @@ func (p *commandProvider) Update(ctx context.Context, req *pulumirpc.UpdateReque
 	if req.GetNews().GetFields()["update"].GetStringValue() != "" {
 		step = "update"
 	}
-	out, err := runStep(ctx, req.GetNews(), req.GetOlds(), step, req.GetPreview(), req.GetTimeout())
+	out, err := runStep(ctx, req.GetNews(), req.GetOlds(), step, req.GetPreview(), req.GetTimeout(),
+		p.logger(ctx, req.GetUrn(), req.GetNews()))
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +183,8 @@ func (p *commandProvider) Update(ctx context.Context, req *pulumirpc.UpdateReque
 }
 
 func (p *commandProvider) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
-	if _, err := runStep(ctx, req.GetProperties(), req.GetProperties(), "delete", false, req.GetTimeout()); err != nil {
+	if _, err := runStep(ctx, req.GetProperties(), req.GetProperties(), "delete", false, req.GetTimeout(),
+		p.logger(ctx, req.GetUrn(), req.GetProperties())); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -182,9 +195,67 @@ func (p *commandProvider) Read(_ context.Context, req *pulumirpc.ReadRequest) (*
 	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
 }
 
+// logger returns how a running command's lines reach the engine: per the `logging` input, or not at all.
+func (p *commandProvider) logger(ctx context.Context, urn string, inputs *structpb.Struct) *streams {
+	mode := inputs.GetFields()["logging"].GetStringValue()
+	if p.emit == nil || mode == "none" {
+		return nil
+	}
+	line := func(text string) { p.emit(ctx, urn, text) }
+	s := &streams{}
+	if mode == "" || mode == "stdoutAndStderr" || mode == "stdout" {
+		s.stdout = &lineWriter{mu: &s.mu, emit: line}
+	}
+	if mode == "" || mode == "stdoutAndStderr" || mode == "stderr" {
+		s.stderr = &lineWriter{mu: &s.mu, emit: line}
+	}
+	return s
+}
+
+// streams are the line writers a command's stdout and stderr are copied to (nil: not logged).
+type streams struct {
+	mu             sync.Mutex
+	stdout, stderr *lineWriter
+}
+
+// lineWriter hands each complete line written to it to emit, as soon as the line is complete.
+type lineWriter struct {
+	mu   *sync.Mutex
+	buf  []byte
+	emit func(string)
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.emit(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// flush emits a last line that had no newline.
+func (w *lineWriter) flush() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(string(w.buf))
+		w.buf = nil
+	}
+}
+
 // runStep runs the inputs' command for step (create, update or delete) and returns the new state: the inputs plus
 // stdout and stderr. In preview, or when the step has no command, nothing runs and the outputs carry over.
 func runStep(ctx context.Context, inputs, previous *structpb.Struct, step string, preview bool, timeout float64,
+	log *streams,
 ) (*structpb.Struct, error) {
 	state := &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	for _, key := range inputKeys {
@@ -213,7 +284,7 @@ func runStep(ctx context.Context, inputs, previous *structpb.Struct, step string
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout*float64(time.Second)))
 		defer cancel()
 	}
-	stdout, stderr, err := run(ctx, inputs.GetFields(), previous.GetFields(), script)
+	stdout, stderr, err := run(ctx, inputs.GetFields(), previous.GetFields(), script, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w running %q:\nstdout: %s\nstderr: %s", step, err, script, stdout, stderr)
 	}
@@ -221,7 +292,8 @@ func runStep(ctx context.Context, inputs, previous *structpb.Struct, step string
 	return state, nil
 }
 
-func run(ctx context.Context, in, previous map[string]*structpb.Value, script string) (string, string, error) {
+func run(ctx context.Context, in, previous map[string]*structpb.Value, script string, log *streams,
+) (string, string, error) {
 	interpreter := []string{"/bin/sh", "-c"}
 	if list := in["interpreter"].GetListValue().GetValues(); len(list) > 0 {
 		interpreter = nil
@@ -243,7 +315,17 @@ func run(ctx context.Context, in, previous map[string]*structpb.Value, script st
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if log != nil && log.stdout != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, log.stdout)
+	}
+	if log != nil && log.stderr != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, log.stderr)
+	}
 	err := cmd.Run()
+	if log != nil {
+		log.stdout.flush()
+		log.stderr.flush()
+	}
 	return strings.TrimSuffix(stdout.String(), "\n"), strings.TrimSuffix(stderr.String(), "\n"), err
 }
 
