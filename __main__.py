@@ -1,77 +1,80 @@
 """kf-istio-migrate: the Istio control plane of Charmed Kubeflow, before (`legacy`) and after (`migrated`) its move.
 
-Reads and validates config once; decides (renders, reads the live mesh, plans; read-only, refusing before any
-mutation); then declares the phases in order. `migrated` moves the mesh to the target namespace; `legacy` converges
-on the charm's layout, which after a migration is the way back. No resource is declared here.
+Gather, then decide purely, then declare: load config; render both planes; resolve the one cluster this stack acts
+on; read that cluster once; decide every component's Args (refusing before any mutation); declare the components in
+phase order, all through one explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
+`legacy` converges on the charm's layout, which after a migration is the way back.
 """
 
+import os
+import pathlib
+
 import pulumi
+import pulumi_kubernetes as k8s
+import yaml
 
-from components.control_plane import ControlPlaneArgs, IstioControlPlane
-from components.crds import IstioCrds, IstioCrdsArgs
-from components.gateway import GatewayArgs, IngressGateway
-from components.objects import adoptable
-from migration import config, plan
-from migration.decide import decide
-from migration.guard import Guard, purge_proof
-from migration.transition import (Rollouts, RolloutsArgs, WebhookSwitch, WebhookSwitchArgs, serving_command,
-                                  teardown_command, verification_command)
+from components.checks import ServingCheck, Teardown, Verification
+from components.control_plane import IstioControlPlane
+from components.crds import IstioCrds
+from components.gateway import IngressGateway
+from components.guard import Guard
+from components.rollouts import Rollouts
+from components.webhook_switch import WebhookSwitch
+from live import discovery, target as live_target
+from migration import config, plan, render
+from migration.decide import Decisions, decide, objects_to_look_up
+from migration.secrets import weak_secrets
 
-try:
-    cfg = config.load()
-    decided = decide(cfg)  # phase 0: read-only
-except config.ConfigError as err:
-    raise pulumi.RunError(str(err)) from None
-except plan.PreflightRefused as err:
-    raise pulumi.RunError(f"preflight refused: {err}") from None
-migrated, steps, topology = cfg.topology == "migrated", decided.steps, decided.topology
 
-# Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
-crds = IstioCrds("istio-crds", IstioCrdsArgs(crds=decided.crds, adopt=decided.adopt_crds,
-                                            live_metadata=steps.crd_metadata if steps else {}))
-# Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust).
-objects = decided.control_plane + ((steps.ca_secret,) if migrated and steps.ca_secret else ())
-objects = tuple(dict(o, data=pulumi.Output.secret(o["data"])) if o["kind"] == "Secret" else o for o in objects)
-control_plane = IstioControlPlane("control-plane", ControlPlaneArgs(
-    namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision, objects=objects,
-    create_namespace=migrated or cfg.create_source_namespace, depends_on=[crds], adopt=decided.adopt_objects,
-    # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
-    mark=(lambda o: adoptable(purge_proof(o))) if migrated else dict, protect=migrated))
-gateway_after = [control_plane]
-if steps:
-    # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).
-    serving = serving_command("istiod-serving", topology.validator_webhook, cfg.rollout_timeout_seconds,
-                              pulumi.ResourceOptions(depends_on=[control_plane]))
-    switch = WebhookSwitch("webhook-switch", WebhookSwitchArgs(steps.default_injector, steps.default_validator),
-                           opts=pulumi.ResourceOptions(depends_on=[serving]))
-    gateway_after = [switch]
-# Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
-gateway = IngressGateway("ingress-gateway", GatewayArgs(
-    namespace=cfg.gateway_namespace, istiod_address=topology.istiod_address, revision=cfg.control_plane_revision,
-    proxy_image=topology.proxy_image, gateway_cr_namespace=cfg.source_namespace, adopt=decided.adopt_gateway),
-    opts=pulumi.ResourceOptions(depends_on=gateway_after))
-if steps:
-    # Phase 4: restart every injected workload; 5: verify every sidecar; 6: remove the other control plane.
-    rollouts = Rollouts("rollout", RolloutsArgs(workloads=steps.rollouts, parallelism=cfg.rollout_parallelism,
-                                                strategy=cfg.rollout_strategy,
-                                                timeout_seconds=cfg.rollout_timeout_seconds,
-                                                istiod_address=topology.istiod_address),
-                        opts=pulumi.ResourceOptions(depends_on=[switch]))
-    verified = verification_command("verify-sidecars", topology.istiod_address,
-                                    sorted({ns for ns, _ in steps.rollouts}), cfg.gateway_namespace,
-                                    pulumi.ResourceOptions(depends_on=[rollouts, gateway]))
-    teardown = teardown_command("teardown-legacy-control-plane" if migrated else "teardown-migrated-control-plane",
-                                steps.teardown, pulumi.ResourceOptions(depends_on=[verified]))
-    pulumi.export("restartedWorkloads", len(steps.rollouts))
-    pulumi.export("removedObjects", len(steps.teardown))
-if migrated:
-    # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
-    Guard("guard", opts=pulumi.ResourceOptions(depends_on=[crds, control_plane, switch, teardown]))
+def gather_and_decide() -> Decisions:
+    """Everything read-only: config, renders, the cluster. Raises pulumi.RunError (one line) on refusal."""
+    try:
+        cfg = config.load()
+        renders = render.render_both(cfg)
+        kube = pulumi.Config("kubernetes")
+        root = pathlib.Path(pulumi.runtime.get_root_directory())
+        target = live_target.resolve(kube.get("kubeconfig"), kube.get("context"), os.environ, root)
+        live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders))
+        decided = decide(cfg, renders, live, target)
+    except (config.ConfigError, live_target.TargetError, render.RenderError) as err:
+        raise pulumi.RunError(str(err)) from None
+    except plan.PreflightRefused as err:
+        raise pulumi.RunError(f"preflight refused: {err}") from None
+    stack_file = root / f"Pulumi.{pulumi.get_stack()}.yaml"
+    settings = yaml.safe_load(stack_file.read_text()) if stack_file.is_file() else {}
+    problem = weak_secrets(settings or {}, os.environ) if decided.holds_ca_key else None
+    if problem:
+        raise pulumi.RunError(f"preflight refused: {problem}")
+    return decided
 
-pulumi.export("topology", cfg.topology)
-pulumi.export("rollingBack", decided.rolling_back)
-pulumi.export("controlPlaneNamespace", cfg.control_plane_namespace)
-pulumi.export("revision", cfg.control_plane_revision)
-pulumi.export("istiodAddress", topology.istiod_address)
-pulumi.export("injectorWebhook", topology.injector_webhook)
-pulumi.export("validatorWebhook", topology.validator_webhook)
+
+def declare(d: Decisions) -> None:
+    """The components in phase order, every Kubernetes object through one provider bound to d.target."""
+    provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context)
+    on_cluster = lambda *after: pulumi.ResourceOptions(providers=[provider], depends_on=list(after))  # noqa: E731
+    # Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
+    crds = IstioCrds("istio-crds", d.crds, on_cluster())
+    # Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust).
+    control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(crds))
+    gateway_after, switch, teardown = [control_plane], None, None
+    if d.steps:
+        # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).
+        serving = ServingCheck("istiod-serving", d.steps.serving, on_cluster(control_plane))
+        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(serving))
+        gateway_after = [switch]
+    # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
+    gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))
+    if d.steps:
+        # Phase 4: restart every injected workload; 5: verify every sidecar; 6: remove the other control plane.
+        rollouts = Rollouts("rollout", d.steps.rollouts, on_cluster(switch))
+        verified = Verification("verify-sidecars", d.steps.verification, on_cluster(rollouts, gateway))
+        teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified))
+    if d.guard:
+        # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
+        Guard("guard", d.guard, on_cluster(*[r for r in (crds, control_plane, switch, teardown) if r]))
+    for name, value in d.outputs.items():
+        pulumi.export(name, value)
+
+
+if __name__ == "__main__":
+    declare(gather_and_decide())

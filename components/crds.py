@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any, Mapping
 
 import pulumi
 
 from components import PACKAGE
-from components.objects import adoptable, declare
+from components.objects import child_options, declare
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,36 +16,20 @@ class IstioCrdsArgs:
     """Which CRDs exist and how this stack comes to own them."""
 
     crds: tuple[Mapping[str, Any], ...]
-    """The CRDs rendered by the pinned istioctl."""
+    """The CRDs as declared: rendered, with the live labels and annotations merged in (migration.decide)."""
     adopt: frozenset[str]
     """Names of the CRDs to import (those already on the cluster); the others are created."""
-    live_metadata: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    """CRD name -> {labels, annotations} seen on the cluster; kept on update, because pulumi-kubernetes replaces
-    CRDs whole and would otherwise drop what others (helm, the charm, kubectl) put there."""
-
-
-def with_live_metadata(crd: Mapping[str, Any], live: Mapping[str, Any] | None) -> dict[str, Any]:
-    """crd with the live labels and annotations merged under the rendered ones (rendered wins on conflict)."""
-    merged = copy.deepcopy(dict(crd))
-    if not live:
-        return merged
-    meta = merged["metadata"]
-    for field in ("labels", "annotations"):
-        values = {**live.get(field, {}), **meta.get(field, {})}
-        if values:
-            meta[field] = values
-    return merged
 
 
 class IstioCrds(pulumi.ComponentResource):
+    """Every CRD is retained on delete: removing it from the program or destroying the stack leaves it (and so every
+    custom resource of its kind) on the cluster."""
+
     def __init__(self, name: str, args: IstioCrdsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:istio:Crds", name, None, opts)
         self.crds = {}
         for crd in args.crds:
             crd_name = crd["metadata"]["name"]
-            declared = with_live_metadata(crd, args.live_metadata.get(crd_name))
-            adopt = crd_name in args.adopt
-            self.crds[crd_name] = declare(name, adoptable(declared) if adopt else declared,
-                                          pulumi.ResourceOptions(parent=self, retain_on_delete=True,
-                                                                 import_=crd_name if adopt else None))
+            self.crds[crd_name] = declare(name, crd, child_options(
+                self, opts, retain_on_delete=True, import_=crd_name if crd_name in args.adopt else None))
         self.register_outputs({"names": sorted(self.crds)})

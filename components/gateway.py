@@ -1,109 +1,35 @@
-"""The ingress gateway as Charmed Kubeflow's istio-gateway charm deploys it, plus the kubeflow-gateway Gateway CR.
-
-These are the charm's objects (its Deployment of the proxyv2 image is not an Istio chart output), so they are
-rendered here from the charm's layout. The gateway is not sidecar-injected: it finds istiod through CA_ADDR and
-PROXY_CONFIG's discoveryAddress, which is what the migration changes (and then restarts it).
-"""
+"""The ingress gateway as the istio-gateway charm deploys it (objects from migration.gateway)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import Any
+from typing import Any, Mapping
 
 import pulumi
 
 from components import PACKAGE
-from components.objects import adoptable, assigned_fields, child_options, declare, object_id
-
-WORKLOAD = "istio-ingressgateway-workload"
-SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
-GATEWAY_CR = "kubeflow-gateway"
-POD_LABELS = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
+from components.objects import assigned_fields, child_options, declare, object_id
+from migration.mesh import ObjectId
+from migration.mesh import object_id as id_of
 
 
 @dataclasses.dataclass(frozen=True)
 class GatewayArgs:
-    """Where the gateway runs and which istiod it talks to."""
-
-    namespace: str
-    """The gateway's namespace (the Kubeflow model namespace unless moved)."""
-    istiod_address: str
-    """host:port of the istiod the gateway gets config and certificates from (e.g. istiod.kubeflow.svc:15012)."""
-    revision: str
-    """istio.io/rev label of the gateway pods."""
-    proxy_image: str
-    """The proxyv2 image (same hub/tag as the control plane)."""
-    gateway_cr_namespace: str
-    """Namespace of the kubeflow-gateway Gateway CR (the charm puts it in the model namespace)."""
-    adopt: bool = False
-    """True: import the live objects (the migrated stack takes over what the charm or legacy stack made)."""
-
-
-def gateway_objects(args: GatewayArgs) -> list[dict[str, Any]]:
-    """The charm's gateway objects for args (pure), in dependency order."""
-    ns = args.namespace
-    meta = lambda name, **extra: {"name": name, "namespace": ns, **extra}  # noqa: E731
-    env = [
-        {"name": "CA_ADDR", "value": args.istiod_address},
-        {"name": "PROXY_CONFIG", "value": json.dumps({"discoveryAddress": args.istiod_address})},
-        {"name": "PILOT_CERT_PROVIDER", "value": "istiod"},
-        {"name": "ISTIO_META_CLUSTER_ID", "value": "Kubernetes"},
-        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        {"name": "SERVICE_ACCOUNT", "valueFrom": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}},
-    ]
-    pod_labels = {**POD_LABELS, "istio.io/rev": args.revision, "sidecar.istio.io/inject": "false",
-                  "service.istio.io/canonical-name": WORKLOAD}
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(SERVICE_ACCOUNT)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(f"{WORKLOAD}-sds"),
-         "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "watch", "list"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(f"{WORKLOAD}-sds"),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{WORKLOAD}-sds"},
-         "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT}]},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(WORKLOAD, labels=POD_LABELS),
-         "spec": {"replicas": 1, "selector": {"matchLabels": POD_LABELS},
-                  "template": {"metadata": {"labels": pod_labels},
-                               "spec": {"serviceAccountName": SERVICE_ACCOUNT,
-                                        "terminationGracePeriodSeconds": 5,
-                                        "containers": [{
-                                            "name": "istio-proxy", "image": args.proxy_image,
-                                            "args": ["proxy", "router", "--domain",
-                                                     "$(POD_NAMESPACE).svc.cluster.local"],
-                                            "ports": [{"containerPort": 8080}, {"containerPort": 8443},
-                                                      {"containerPort": 15090, "name": "http-envoy-prom"}],
-                                            "env": env,
-                                            "volumeMounts": [{"name": "istiod-ca-cert",
-                                                              "mountPath": "/var/run/secrets/istio"}]}],
-                                        "volumes": [{"name": "istiod-ca-cert",
-                                                     "configMap": {"name": "istio-ca-root-cert"}}]}}}},
-        # The charm does not wait for a load balancer address (MetalLB or the cloud may never assign one).
-        {"apiVersion": "v1", "kind": "Service",
-         "metadata": meta(WORKLOAD, labels=POD_LABELS, annotations={"pulumi.com/skipAwait": "true"}),
-         "spec": {"type": "LoadBalancer", "selector": POD_LABELS,
-                  "ports": [{"name": "http2", "port": 80, "targetPort": 8080},
-                            {"name": "https", "port": 443, "targetPort": 8443}]}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": meta("istio-gateway-metrics", labels=POD_LABELS),
-         "spec": {"selector": POD_LABELS, "ports": [{"name": "http-envoy-prom", "port": 15090}]}},
-        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(WORKLOAD),
-         "spec": {"minAvailable": 1, "selector": {"matchLabels": POD_LABELS}}},
-        {"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
-         "metadata": {"name": GATEWAY_CR, "namespace": args.gateway_cr_namespace},
-         "spec": {"selector": {"istio": "ingressgateway"},
-                  "servers": [{"port": {"number": 8080, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}},
-    ]
+    objects: tuple[Mapping[str, Any], ...]
+    """The gateway's objects as declared (migration.gateway, marked by migration.decide)."""
+    adopt: frozenset[ObjectId] = frozenset()
+    """Objects already on the cluster: imported (the migrated stack takes over what the charm or legacy stack made)."""
+    istiod_address: str = ""
+    """The istiod the gateway talks to (an output of the component)."""
 
 
 class IngressGateway(pulumi.ComponentResource):
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:kubeflow:IngressGateway", name, None, opts)
         self.resources = {}
-        for obj in gateway_objects(args):
-            if args.adopt and obj["kind"] == "Gateway":
-                continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
+        for obj in args.objects:
+            adopt = id_of(dict(obj)) in args.adopt
             self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(
-                name, adoptable(obj) if args.adopt else obj,
-                child_options(self, opts, import_=object_id(obj) if args.adopt else None,
-                              ignore_changes=assigned_fields(obj) if args.adopt else None))
-        self.register_outputs({"namespace": args.namespace, "istiodAddress": args.istiod_address})
+                name, obj, child_options(self, opts, import_=object_id(obj) if adopt else None,
+                                         ignore_changes=assigned_fields(obj) if adopt else None))
+        self.register_outputs({"istiodAddress": args.istiod_address, "objects": sorted(self.resources)})

@@ -41,11 +41,6 @@ _FIELDS = {"metadata": "metadata", "spec": "spec", "data": "data", "binaryData":
            "automountServiceAccountToken": "automount_service_account_token"}
 
 
-# Adopting an object takes over fields another field manager (istioctl's "istio-operator", kubectl, a charm) set
-# with server-side apply; pulumi-kubernetes does that only when the object carries this annotation.
-ADOPT_ANNOTATIONS = {"pulumi.com/patchForce": "true"}
-
-
 # Fields the cluster assigns on create; an adopted object keeps its own (declaring none would read as a change that
 # forces replacement, which an import may not do).
 _ASSIGNED_FIELDS = {"Service": ["spec.clusterIP", "spec.clusterIPs"]}
@@ -54,13 +49,6 @@ _ASSIGNED_FIELDS = {"Service": ["spec.clusterIP", "spec.clusterIPs"]}
 def assigned_fields(obj: Mapping[str, Any]) -> list[str] | None:
     """ignore_changes for an adopted obj: the fields the cluster assigned to it."""
     return _ASSIGNED_FIELDS.get(obj["kind"])
-
-
-def adoptable(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """obj annotated so that this program may take ownership of fields others applied."""
-    meta = dict(obj["metadata"])
-    meta["annotations"] = {**(meta.get("annotations") or {}), **ADOPT_ANNOTATIONS}
-    return {**obj, "metadata": meta}
 
 
 def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, **extra) -> pulumi.ResourceOptions:

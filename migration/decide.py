@@ -1,78 +1,188 @@
-"""Everything the program decides before declaring a resource: renders, the live mesh, what to adopt, the plan.
+"""Everything the program decides before declaring a resource, as a pure function of plain data:
+decide(cfg, renders, live, target) -> each component's finished Args. No I/O here: __main__ gathers first.
 
-Read-only; `__main__` turns the result into components. Refusals raise plan.PreflightRefused before any mutation.
+`migrated` moves the mesh to the target namespace; `legacy` converges on the charm's layout, which after (or
+during) a migration is the way back. Refusals raise plan.PreflightRefused.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from typing import Any
+from typing import Any, Mapping
 
-from components.gateway import GatewayArgs, WORKLOAD, gateway_objects
-from migration import discovery, plan, render
+from components.checks import ServingCheckArgs, TeardownArgs, VerificationArgs
+from components.control_plane import ControlPlaneArgs
+from components.crds import IstioCrdsArgs
+from components.gateway import GatewayArgs
+from components.guard import GuardArgs
+from components.rollouts import RolloutsArgs
+from components.webhook_switch import WebhookSwitchArgs
+from migration import guard, plan, render
 from migration.config import MigrationConfig
-from migration.guard import POLICY
+from migration.gateway import GatewayLayout, gateway_objects
+from migration.marks import adoptable, protected, purge_proof
+from migration.mesh import LiveMesh, object_id
+from migration.target import KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationSteps:
+    """The switch and what follows it: the migration (migrated) or the way back (legacy)."""
+
+    serving: ServingCheckArgs
+    switch: WebhookSwitchArgs
+    rollouts: RolloutsArgs
+    verification: VerificationArgs
+    teardown: TeardownArgs
+    teardown_name: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Decisions:
-    topology: render.Topology
-    crds: tuple[dict[str, Any], ...]
-    adopt_crds: frozenset[str]
-    control_plane: tuple[dict[str, Any], ...]
-    adopt_objects: frozenset[tuple[str, str, str]]
-    adopt_gateway: bool
-    steps: plan.MigrationPlan | None
-    """The switch/rollout/verify/teardown plan: the migration (migrated) or the way back (legacy); None when the
-    legacy stack finds the default path already on the legacy istiod."""
-    rolling_back: bool
+    target: KubeTarget
+    crds: IstioCrdsArgs
+    control_plane: ControlPlaneArgs
+    gateway: GatewayArgs
+    steps: MigrationSteps | None
+    """None when the legacy stack finds the default path on the legacy istiod and no migrated plane."""
+    guard: GuardArgs | None
+    """The migrated stack's guard (none in legacy)."""
+    outputs: dict[str, Any]
+
+    @property
+    def holds_ca_key(self) -> bool:
+        """The stack's state will hold a CA private key (a copied CA Secret)."""
+        return any(o["kind"] == "Secret" for o in self.control_plane.objects)
 
 
-GUARD = (("ValidatingAdmissionPolicyBinding", "", POLICY), ("ValidatingAdmissionPolicy", "", POLICY))
+def _gateway_layout(cfg: MigrationConfig, topology: render.Topology) -> GatewayLayout:
+    return GatewayLayout(namespace=cfg.gateway_namespace, istiod_address=topology.istiod_address,
+                         revision=cfg.control_plane_revision, proxy_image=topology.proxy_image,
+                         gateway_cr_namespace=cfg.source_namespace)
 
 
-def decide(cfg: MigrationConfig) -> Decisions:
-    legacy_rendered = render.render(render.legacy_input(cfg))
-    migrated_rendered = render.render(render.migrated_input(cfg))
-    migrated = cfg.topology == "migrated"
-    rendered = migrated_rendered if migrated else legacy_rendered
-    topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
-    live = discovery.read(cfg.source_namespace, cfg.target_namespace)
-    crds = tuple(render.crds(rendered))
-    control_plane = render.control_plane(rendered)
-    if migrated:
-        steps = plan.plan(live, cfg, legacy_rendered, topology.istiod_service)
-        return Decisions(topology, crds, frozenset(c["metadata"]["name"] for c in crds), tuple(control_plane),
-                         frozenset(), True, steps, False)
+def objects_to_look_up(cfg: MigrationConfig, renders: render.Renders) -> list[dict[str, Any]]:
+    """The objects whose existence decide needs (live.discovery looks each up once)."""
+    gateway = gateway_objects(_gateway_layout(cfg, render.topology(renders.legacy, cfg.source_namespace, "default")))
+    if cfg.topology == "migrated":
+        return gateway
+    return render.control_plane(renders.legacy) + render.control_plane(renders.migrated) + gateway
 
-    # legacy: converge on the charm's layout from whatever is there (nothing, the charm's install, or a migration).
-    # Rolling back: the default path was switched away, or a migration (even one stopped early) left objects of
-    # the migrated plane; either way the way back switches, restarts, verifies and removes that plane.
-    now = plan.default_injector_target(live)
-    migrated_plane = render.control_plane(migrated_rendered)
-    rolling_back = ((now is not None and now != (cfg.source_namespace, topology.istiod_service))
-                    or bool(discovery.existing(migrated_plane)))
-    steps = (plan.rollback_plan(live, cfg, migrated_plane, topology.istiod_service, GUARD)
-             if rolling_back else None)
+
+def with_live_metadata(crd: Mapping[str, Any], live: Mapping[str, Any] | None) -> dict[str, Any]:
+    """crd with the live labels and annotations merged under the rendered ones (rendered wins on conflict):
+    pulumi-kubernetes replaces CRDs whole and would otherwise drop what others (helm, the charm) put there."""
+    merged = copy.deepcopy(dict(crd))
+    meta = merged["metadata"]
+    for field in ("labels", "annotations"):
+        values = {**((live or {}).get(field) or {}), **(meta.get(field) or {})}
+        if values:
+            meta[field] = values
+    return merged
+
+
+def _crds(rendered: list[dict[str, Any]], live: LiveMesh) -> IstioCrdsArgs:
+    crds = render.crds(rendered)
+    adopt = frozenset(c["metadata"]["name"] for c in crds if c["metadata"]["name"] in live.crds)
+    declared = tuple(adoptable(with_live_metadata(c, live.crds.get(c["metadata"]["name"])))
+                     if c["metadata"]["name"] in adopt else c for c in crds)
+    return IstioCrdsArgs(crds=declared, adopt=adopt)
+
+
+def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh) -> GatewayArgs:
+    """migrated: adopt the gateway objects that exist (never create one the charm did not make), leaving the
+    Gateway CR to its owner. legacy: adopt what exists, create what is missing (the charm's layout)."""
+    objects, adopt = [], set()
+    for obj in gateway_objects(_gateway_layout(cfg, topology)):
+        present = object_id(obj) in live.present
+        if obj["kind"] == "Gateway" and (present or cfg.topology == "migrated"):
+            continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
+        if not present and cfg.topology == "migrated":
+            continue
+        objects.append(adoptable(obj) if present else obj)
+        adopt |= {object_id(obj)} if present else set()
+    return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address)
+
+
+def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, target: KubeTarget,
+           ) -> MigrationSteps:
+    switched = [protected(adoptable(hook)) for hook in (steps.default_injector, steps.default_validator) if hook]
+    return MigrationSteps(
+        serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
+                                 target=target),
+        switch=WebhookSwitchArgs(injector=switched[0], validator=switched[1] if len(switched) > 1 else None),
+        rollouts=RolloutsArgs(
+            batches=plan.rollout_batches(steps.rollouts, cfg.rollout_strategy),
+            per_deployment=cfg.rollout_strategy == "deployments", parallelism=cfg.rollout_parallelism,
+            timeout_seconds=cfg.rollout_timeout_seconds, istiod_address=topology.istiod_address, target=target),
+        verification=VerificationArgs(istiod_address=topology.istiod_address,
+                                      namespaces=tuple(sorted({ns for ns, _ in steps.rollouts})),
+                                      gateway_namespace=cfg.gateway_namespace, target=target),
+        teardown=TeardownArgs(objects=steps.teardown, target=target),
+        teardown_name=("teardown-legacy-control-plane" if cfg.topology == "migrated"
+                       else "teardown-migrated-control-plane"))
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _legacy_plane(cfg: MigrationConfig, rendered: list[dict[str, Any]], live: LiveMesh,
+                  steps: plan.MigrationPlan | None) -> list[dict[str, Any]]:
+    """The charm's plane as declared: webhooks that exist are adopted as they are live (e.g. deactivated), a
+    rendered injector is deactivated when another webhook injects by default, the switched ones are left to the
+    switch."""
     switched = steps.switched if steps else set()
     live_webhooks = {w["metadata"]["name"]: w for w in live.mutating_webhooks + live.validating_webhooks}
     default_injector = plan.default_injector_name(live)
-    objects = []
-    for obj in control_plane:
+    objects = [_namespace(cfg.source_namespace)] if cfg.create_source_namespace else []
+    for obj in render.control_plane(rendered):
         name = obj["metadata"]["name"]
         if name in switched:
-            continue  # declared by the webhook switch
+            continue
         if obj["kind"].endswith("WebhookConfiguration") and name in live_webhooks:
-            obj = plan.as_declared(live_webhooks[name], obj["kind"])  # adopt as it is live (e.g. deactivated)
+            obj = plan.as_declared(live_webhooks[name], obj["kind"])
         elif obj["kind"] == "MutatingWebhookConfiguration" and default_injector not in (None, name):
-            obj = plan.deactivated(obj)  # another webhook injects by default: never a second injector
+            obj = plan.deactivated(obj)  # never a second injector
         objects.append(obj)
     if steps and steps.ca_secret:
         objects.append(steps.ca_secret)
-    gateway = gateway_objects(GatewayArgs(namespace=cfg.gateway_namespace, istiod_address="", revision="default",
-                                          proxy_image="", gateway_cr_namespace=cfg.source_namespace))
-    present = discovery.existing(list(crds) + objects + gateway)
+    return [adoptable(o) if object_id(o) in live.present else o for o in objects]
+
+
+def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target: KubeTarget) -> Decisions:
+    migrated = cfg.topology == "migrated"
+    rendered = renders.migrated if migrated else renders.legacy
+    topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
+    if migrated:
+        steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
+        plane = [_namespace(cfg.target_namespace), *render.control_plane(rendered), steps.ca_secret]
+        # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
+        objects = [adoptable(purge_proof(o)) for o in plane if o]
+        adopt: frozenset = frozenset()
+        rolling_back = False
+    else:
+        now = plan.default_injector_target(live)
+        migrated_plane = render.control_plane(renders.migrated)
+        rolling_back = ((now is not None and now != (cfg.source_namespace, topology.istiod_service))
+                        or any(object_id(o) in live.present for o in migrated_plane))
+        steps = (plan.rollback_plan(live, cfg, migrated_plane, topology.istiod_service, guard.OBJECTS)
+                 if rolling_back else None)
+        objects = _legacy_plane(cfg, rendered, live, steps)
+        adopt = frozenset(object_id(o) for o in objects if object_id(o) in live.present)
+    policy, binding = guard.guard_objects()
     return Decisions(
-        topology, crds, frozenset(n for k, _, n in present if k == "CustomResourceDefinition"), tuple(objects),
-        frozenset(p for p in present if p[0] != "CustomResourceDefinition"),
-        ("Deployment", cfg.gateway_namespace, WORKLOAD) in present, steps, rolling_back)
+        target=target, crds=_crds(rendered, live),
+        control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
+                                       objects=tuple(objects), adopt=adopt, protect=migrated),
+        gateway=_gateway(cfg, topology, live),
+        steps=_steps(cfg, topology, steps, target) if steps else None,
+        guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
+        outputs={"topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
+                 "context": target.context, "sourceNamespace": cfg.source_namespace,
+                 "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
+                 "revision": cfg.control_plane_revision, "istiodAddress": topology.istiod_address,
+                 "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
+                 "restartedWorkloads": len(steps.rollouts) if steps else 0,
+                 "removedObjects": len(steps.teardown) if steps else 0})

@@ -1,23 +1,22 @@
-"""The guard: a ValidatingAdmissionPolicy that refuses to delete Istio CRDs or the new control plane.
+"""The guard's objects: a ValidatingAdmissionPolicy that refuses to delete Istio CRDs or the new control plane.
 
 The old istio-pilot charm's remove hook runs `istioctl uninstall --purge`, which deletes every Istio CRD (and with
 them every CR, that is all user mesh config) and every object labelled operator.istio.io/component in every
 namespace -- which includes the new control plane. With this policy bound, those DELETEs are denied by the
 apiserver itself, whoever sends them, unless the object is first annotated `kfistio.io/allow-delete=true`.
+Pure; components.guard declares them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pulumi
+from migration.marks import PROTECTED_LABEL
 
-from components import PACKAGE
-from components.objects import adoptable, child_options, declare
-
-PROTECTED_LABEL = "kfistio.io/protected"
 ALLOW_DELETE_ANNOTATION = "kfistio.io/allow-delete"
 POLICY = "kfistio-protect-istio"
+OBJECTS = (("ValidatingAdmissionPolicyBinding", "", POLICY), ("ValidatingAdmissionPolicy", "", POLICY))
+"""The guard's object ids, binding first: the order a rollback removes them in."""
 
 _PROTECTED = (f"(request.resource.resource == 'customresourcedefinitions' && "
               f"oldObject.metadata.name.endsWith('.istio.io')) || "
@@ -46,39 +45,3 @@ def guard_objects() -> list[dict[str, Any]]:
          "metadata": {"name": POLICY},
          "spec": {"policyName": POLICY, "validationActions": ["Deny"]}},
     ]
-
-
-def protected(obj: dict[str, Any]) -> dict[str, Any]:
-    """obj labelled for the guard."""
-    meta = dict(obj["metadata"])
-    meta["labels"] = {**(meta.get("labels") or {}), PROTECTED_LABEL: "true"}
-    return {**obj, "metadata": meta}
-
-
-PURGE_SELECTOR_LABEL = "operator.istio.io/component"
-
-
-def purge_proof(obj: dict[str, Any]) -> dict[str, Any]:
-    """obj protected, and if it is a Deployment, with pods that `istioctl uninstall --purge` cannot select: it
-    deletes every Pod labelled operator.istio.io/component, and the guard cannot refuse pod deletions (controllers
-    delete pods all the time), so without this the new istiod would be down until its pods are recreated."""
-    obj = protected(obj)
-    if obj["kind"] != "Deployment":
-        return obj
-    template = obj["spec"]["template"]
-    labels = {k: v for k, v in (template["metadata"].get("labels") or {}).items() if k != PURGE_SELECTOR_LABEL}
-    spec = {**obj["spec"], "template": {**template, "metadata": {**template["metadata"], "labels": labels}}}
-    return {**obj, "spec": spec}
-
-
-class Guard(pulumi.ComponentResource):
-    """Declared after what it protects. Its objects are `protect`ed, like the plane: `pulumi destroy` of the
-    migrated stack is refused before it deletes anything (it would leave the default injector calling no istiod)."""
-
-    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(f"{PACKAGE}:migration:Guard", name, None, opts)
-        policy, binding = guard_objects()
-        # adoptable: if a crash cuts the create off, the resumed update re-applies over its own earlier manager.
-        declared_policy = declare(name, adoptable(policy), child_options(self, opts, protect=True))
-        declare(name, adoptable(binding), child_options(self, opts, depends_on=[declared_policy], protect=True))
-        self.register_outputs({"policy": POLICY})

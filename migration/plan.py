@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from migration.config import MigrationConfig
-from migration.discovery import LiveMesh
+from migration.mesh import LiveMesh
 from migration.webhooks import matching_webhooks
 
 DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
@@ -38,8 +38,6 @@ class MigrationPlan:
     """(namespace, Deployment) to restart so the new istiod re-injects them."""
     teardown: tuple[tuple[str, str, str], ...]
     """(kind, namespace, name) of the old control plane, removed once every sidecar uses the new istiod."""
-    istiod_address: str = ""
-    """host:port of the istiod every sidecar must use afterwards."""
 
     @property
     def switched(self) -> set[str]:
@@ -180,7 +178,7 @@ def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardow
         crd_metadata={n: {"labels": c["labels"], "annotations": c["annotations"]} for n, c in live.crds.items()},
         ca_secret=ca_secret, default_injector=injector, default_validator=validator,
         rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
-        teardown=teardown, istiod_address=f"{service}.{namespace}.svc:15012")
+        teardown=teardown)
 
 
 def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
@@ -211,3 +209,13 @@ def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[d
         ca_secret = None if same else copied
     return _switch(live, cfg.source_namespace, legacy_service, "default", list(migrated_objects) + list(copied_back),
                    guard, ca_secret)
+
+
+def rollout_batches(workloads: tuple[tuple[str, str], ...], strategy: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(namespace, Deployments) per restart command: one namespace each (`namespaces`) or one Deployment each."""
+    if strategy == "deployments":
+        return tuple((namespace, (deployment,)) for namespace, deployment in workloads)
+    batches: dict[str, list[str]] = {}
+    for namespace, deployment in workloads:
+        batches.setdefault(namespace, []).append(deployment)
+    return tuple((namespace, tuple(names)) for namespace, names in batches.items())

@@ -1,12 +1,13 @@
-"""Istio objects from the pinned istioctl: `istioctl manifest generate` with the flags the istio-pilot charm uses.
+"""Istio objects from istioctl: `istioctl manifest generate` with the flags the istio-pilot charm uses.
 
-`istioctl_args` is pure; `render` runs istioctl once per distinct (istioctl version, flags) and caches the YAML,
-so previews and tests do not re-render. Nothing here hand-writes an Istio object.
+`istioctl_args` is pure; `render` runs istioctl once per distinct (Istio version, flags) and caches the YAML, so
+previews and tests do not re-render (a cache hit runs no istioctl at all). Nothing here hand-writes an Istio object.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 import os
 import pathlib
@@ -73,26 +74,81 @@ def istioctl_args(inp: RenderInput) -> list[str]:
     return args
 
 
-def render(inp: RenderInput, istioctl: str | None = None) -> list[dict[str, Any]]:
-    """The Kubernetes objects istioctl renders for inp, in istioctl's order."""
+class RenderError(RuntimeError):
+    """istioctl could not render what the config asks for; the message names the binary, version or fix."""
+
+
+def cache_key(version: str, args: list[str]) -> str:
+    """The render cache key: the Istio version and the istioctl arguments (what decides the output)."""
+    return hashlib.sha256("\0".join([version, *args]).encode()).hexdigest()[:24]
+
+
+def _cached(directory: pathlib.Path, key: str) -> str | None:
+    if (directory / f"{key}.yaml").is_file():
+        return (directory / f"{key}.yaml").read_text()
+    if (directory / f"{key}.yaml.gz").is_file():  # recorded renders (tests/fixtures/renders)
+        return gzip.decompress((directory / f"{key}.yaml.gz").read_bytes()).decode()
+    return None
+
+
+def istioctl_version(istioctl: str) -> str:
+    """The version istioctl reports about itself (`client version: 1.30-dev` -> `1.30-dev`)."""
+    out = subprocess.run([istioctl, "version", "--remote=false", "--short"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return out.rsplit(":", 1)[-1].strip()
+
+
+def render_text(inp: RenderInput, version: str, cache_dir: pathlib.Path | None = None,
+                istioctl: str | None = None, run_istioctl: bool = True) -> str:
+    """istioctl's YAML for inp at version: from the cache when rendered before (istioctl is not run at all), else
+    rendered by an istioctl that reports exactly that version, and cached."""
+    cache_dir = cache_dir or CACHE_DIR
+    args = istioctl_args(inp)
+    key = cache_key(version, args)
+    text = _cached(cache_dir, key)
+    if text is not None:
+        return text
+    if not run_istioctl:
+        raise RenderError(f"no recorded render of istioctl {version} {' '.join(args)} in {cache_dir}")
     istioctl = istioctl or shutil.which("istioctl")
     if not istioctl:
-        raise FileNotFoundError("istioctl is not on PATH: run `make setup` and use the toolchain's PATH "
-                                "(`python -m devcluster env`), or put the pinned istioctl on PATH")
-    args = istioctl_args(inp)
-    version = subprocess.run([istioctl, "version", "--remote=false", "--short"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-    key = hashlib.sha256("\0".join([version, *args]).encode()).hexdigest()[:24]
-    cached = CACHE_DIR / f"{key}.yaml"
-    if not cached.is_file():
-        out = subprocess.run([istioctl, *args], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"istioctl {' '.join(args)} failed: {out.stderr.strip()}")
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(out.stdout)
-        tmp.replace(cached)
-    return [doc for doc in yaml.load_all(cached.read_text(), Loader=_LOADER) if doc]
+        raise RenderError("istioctl is not on PATH: run `make setup` and put the toolchain on PATH "
+                          "(`eval \"$(.venv/bin/python -m devcluster tools)\"`), or install istioctl " + version)
+    actual = istioctl_version(istioctl)
+    if actual != version:
+        raise RenderError(f"{istioctl} is istioctl {actual}, but kf-istio-migrate:istioVersion is {version}; "
+                          f"put istioctl {version} first on PATH")
+    out = subprocess.run([istioctl, *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RenderError(f"istioctl {' '.join(args)} failed: {out.stderr.strip()}")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache_dir / f"{key}.{os.getpid()}.tmp"
+    tmp.write_text(out.stdout)
+    tmp.replace(cache_dir / f"{key}.yaml")
+    return out.stdout
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """Rendered YAML -> objects, in istioctl's order (libyaml when PyYAML has it: the output is ~1 MB)."""
+    return [doc for doc in yaml.load_all(text, Loader=_LOADER) if doc]
+
+
+def render(inp: RenderInput, version: str, **kwargs) -> list[dict[str, Any]]:
+    """The Kubernetes objects istioctl renders for inp at version (see render_text for kwargs)."""
+    return parse(render_text(inp, version, **kwargs))
+
+
+@dataclasses.dataclass(frozen=True)
+class Renders:
+    """Both control planes of one configuration, rendered: the charm's (legacy) and the new one (migrated)."""
+
+    legacy: list[dict[str, Any]]
+    migrated: list[dict[str, Any]]
+
+
+def render_both(cfg: MigrationConfig, **kwargs) -> Renders:
+    return Renders(legacy=render(legacy_input(cfg), cfg.istio_version, **kwargs),
+                   migrated=render(migrated_input(cfg), cfg.istio_version, **kwargs))
 
 
 def is_crd(obj: Mapping[str, Any]) -> bool:

@@ -1,14 +1,12 @@
-"""Shared test setup: the repository on sys.path and the pinned toolchain (istioctl renders) on PATH."""
+"""Shared by every tier: the repository on sys.path. The toolchain is the integration and fault tiers' business
+(their conftests), so `make unit` runs with no toolchain and no cluster."""
 
 from __future__ import annotations
 
-import os
+import pathlib
 import sys
 
-from devcluster import toolchain
-
-sys.path.insert(0, str(toolchain.REPO))
-os.environ["PATH"] = os.pathsep.join([str(toolchain.bin_dir()), str(toolchain.VENV_BIN), os.environ["PATH"]])
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 
 def pytest_addoption(parser):

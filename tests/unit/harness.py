@@ -1,4 +1,5 @@
-"""Run __main__.py under Pulumi mocks and capture every resource registration as the engine would receive it."""
+"""The program's declare step under Pulumi mocks, fed plain data: every resource registration captured as the
+engine would receive it. Nothing is monkeypatched: the test hands decide its inputs and declare its result."""
 
 from __future__ import annotations
 
@@ -11,22 +12,14 @@ import pulumi
 from pulumi.runtime import rpc, settings
 
 from devcluster.toolchain import REPO
-from migration.config import PROJECT
+from migration import config as config_module
+from migration.decide import decide
+from migration.mesh import LiveMesh
+from migration.target import KubeTarget
+from tests.fixtures import recorded
 
-
-def _no_cluster(*_):
-    raise AssertionError("this test gave run_program no recorded LiveMesh, but the program read the cluster")
-
-
-def _exists(live, obj) -> bool:
-    """What a recorded LiveMesh says exists: its CRDs, webhooks and istiod Deployments."""
-    name = obj["metadata"]["name"]
-    if obj["kind"] == "CustomResourceDefinition":
-        return name in live.crds
-    if obj["kind"].endswith("WebhookConfiguration"):
-        return any(w["metadata"]["name"] == name for w in live.mutating_webhooks + live.validating_webhooks)
-    return any(d["metadata"]["name"] == name and d["metadata"].get("namespace") == obj["metadata"].get("namespace")
-               for d in live.istiod_deployments) and obj["kind"] == "Deployment"
+PROGRAM = runpy.run_path(str(REPO / "__main__.py"), run_name="kfistio_program")  # defines, declares nothing
+TARGET = KubeTarget(kubeconfig="/unit-tests/kubeconfig", context="unit-tests", server="https://unit.tests:6443")
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -50,6 +43,7 @@ class Registered:
     retain_on_delete: bool
     protect: bool
     dependencies: tuple[str, ...]
+    provider: str
     inputs: dict[str, Any]
 
     @property
@@ -65,17 +59,12 @@ class Registered:
         return self.inputs.get("metadata", {}).get("name", "")
 
 
-def run_program(stack: str, config: dict[str, Any], registered: list[Registered] | None = None,
-                live=None) -> list[Registered]:
-    """Run the program for stack with config (values JSON-encoded unless strings); return its registrations.
-
-    Registrations are also appended to `registered` as they happen, so a caller still sees them if the program
-    raises. `live` (a migration.discovery.LiveMesh) stands in for the cluster that preflight reads."""
-    from migration import discovery
-    discovery.read = (lambda *_: live) if live is not None else _no_cluster
-    discovery.existing = lambda objects: {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
-                                          for o in objects if live is not None and _exists(live, o)}
-    pulumi.runtime.set_mocks(Mocks(), project=PROJECT, stack=stack, preview=False)
+def run_program(stack: str, config: dict[str, Any], live: LiveMesh, registered: list[Registered] | None = None,
+                ) -> list[Registered]:
+    """Load stack's config (values JSON-encoded unless strings) as the program does, decide with the recorded
+    renders and `live`, and declare under mocks; return the registrations (also appended to `registered` as they
+    happen, so a caller still sees them if the program raises)."""
+    pulumi.runtime.set_mocks(Mocks(), project=config_module.PROJECT, stack=stack, preview=False)
     monitor = settings.get_monitor()
     registered = [] if registered is None else registered
     register = monitor.RegisterResource
@@ -86,18 +75,18 @@ def run_program(stack: str, config: dict[str, Any], registered: list[Registered]
             registered.append(Registered(
                 type=request.type, name=request.name, urn=response.urn, parent=request.parent,
                 custom=request.custom, import_id=request.importId, retain_on_delete=request.retainOnDelete,
-                protect=request.protect,
-                dependencies=tuple(request.dependencies),
+                protect=request.protect, dependencies=tuple(request.dependencies), provider=request.provider,
                 inputs=rpc.deserialize_properties(request.object) if request.custom else {}))
         return response
 
     monitor.RegisterResource = capture
-    pulumi.runtime.set_all_config({f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value)
-                                   for key, value in config.items()})
+    pulumi.runtime.set_all_config({f"{config_module.PROJECT}:{key}": value if isinstance(value, str)
+                                   else json.dumps(value) for key, value in config.items()})
 
     @pulumi.runtime.test
     def program():
-        runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
+        cfg = config_module.load()
+        PROGRAM["declare"](decide(cfg, recorded.renders(cfg), live, TARGET))
 
     program()
     return registered

@@ -6,6 +6,7 @@ import pytest
 
 from migration.config import ConfigError, from_mapping
 from tests.unit.harness import run_program
+from tests.unit.live_mesh import empty_cluster
 
 INVALID = [
     ({"topology": "upgraded"}, "topology", "must be one of legacy, migrated"),
@@ -45,14 +46,13 @@ def test_invalid_value_is_refused_with_its_key_and_rule(raw, key, rule):
 def test_program_declares_nothing_on_invalid_config(raw, key, rule):
     registered = []
     with pytest.raises(Exception, match=rule):
-        run_program("invalid", raw, registered)
+        run_program("invalid", raw, empty_cluster(), registered)
     assert registered == [], "config is validated before any resource is declared"
 
 
 def test_harness_sees_registrations_when_valid():
     """The guard above is only meaningful if the harness records declarations: a valid config declares some."""
-    from tests.unit.live_mesh import empty_cluster
-    assert run_program("valid", {"topology": "legacy"}, live=empty_cluster())
+    assert run_program("valid", {"topology": "legacy"}, empty_cluster())
 
 
 def test_defaults():

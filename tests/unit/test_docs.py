@@ -10,7 +10,7 @@ from devcluster.toolchain import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Repository paths written in backticks or as relative links, e.g. `tools/build-toolchain.sh`, (docs/design.md).
-PATH = re.compile(r"(?:`|\]\()((?:\.ci|tools|docs|devcluster|migration|components|tests|demo)/[\w./-]+?)(?:`|\)|#)")
+PATH = re.compile(r"(?:`|\]\()((?:\.ci|tools|docs|devcluster|migration|components|live|bench|tests|demo)/[\w./-]+?)(?:`|\)|#)")
 
 
 def test_readme_starts_with_the_two_commands():

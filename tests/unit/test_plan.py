@@ -8,11 +8,12 @@ import dataclasses
 import pytest
 
 from migration import plan, render
+from tests.fixtures import recorded
 from migration.config import from_mapping
 from tests.unit.live_mesh import charm_install
 
 CFG = from_mapping({"topology": "migrated"})
-LEGACY = render.render(render.legacy_input(CFG))
+LEGACY = recorded.renders(CFG).legacy
 
 
 def make_plan(live):
@@ -80,7 +81,7 @@ def test_preflight_refusals(mutate, message):
 def test_rollback_plan_of_a_migration_stopped_before_the_ca_copy():
     """Nothing in the target namespace holds a CA yet: the way back copies none and removes none."""
     legacy_cfg = from_mapping({"topology": "legacy"})
-    migrated_plane = render.control_plane(render.render(render.migrated_input(CFG)))
+    migrated_plane = render.control_plane(recorded.renders(CFG).migrated)
     p = plan.rollback_plan(charm_install(), legacy_cfg, migrated_plane, "istiod", ())
     assert p.ca_secret is None
     assert not any(kind == "Secret" for kind, _, _ in p.teardown)

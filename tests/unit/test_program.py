@@ -16,7 +16,7 @@ STACKS = {"legacy": {"topology": "legacy"}, "migrated": {"topology": "migrated"}
 @pytest.fixture(scope="module", params=sorted(STACKS))
 def stack(request):
     live = charm_install() if request.param == "migrated" else empty_cluster()
-    return request.param, run_program(request.param, STACKS[request.param], live=live)
+    return request.param, run_program(request.param, STACKS[request.param], live)
 
 
 def objects(registered, kind=None):
@@ -64,17 +64,25 @@ def test_exact_resource_set(stack):
     assert control_plane == expected_control_plane | gateway
 
 
+COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "kfistio:migration:ServingCheck",
+                   "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown"}
+
+
 def test_every_resource_is_parented_to_its_component(stack):
+    """Nothing is declared at the stack root but the one kubernetes provider."""
     _, registered = stack
     components = {r.urn: r.type for r in registered if not r.custom}
     expected = ["kfistio:istio:ControlPlane", "kfistio:istio:Crds", "kfistio:kubeflow:IngressGateway"]
     if stack[0] == "migrated":
-        expected += ["kfistio:migration:Guard", "kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch"]
+        expected += ["kfistio:migration:Guard", "kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch",
+                     "kfistio:migration:ServingCheck", "kfistio:migration:Verification", "kfistio:migration:Teardown"]
     assert sorted(components.values()) == sorted(expected)
+    assert all(components.get(r.parent, "stack") == "stack" for r in registered if not r.custom)
     for r in registered:
-        if r.type.startswith("command:"):
-            assert components.get(r.parent, "stack") == ("kfistio:migration:Rollouts" if r.name.startswith(
-                "rollout-") else "stack"), r.name
+        if r.type == "pulumi:providers:kubernetes":
+            assert components.get(r.parent, "stack") == "stack"
+        elif r.type.startswith("command:"):
+            assert components.get(r.parent) == next(v for k, v in COMMAND_PARENTS.items() if r.name.startswith(k))
         elif r.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration") and \
                 not r.name.startswith("control-plane"):
             assert components.get(r.parent) == "kfistio:migration:WebhookSwitch", r.name
@@ -141,10 +149,10 @@ def test_no_two_injectors_match_one_namespace(stack):
 
 def test_migration_steps_are_ordered():
     """serving check -> webhook switch -> gateway and rollouts -> verification -> teardown, each child included."""
-    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    registered = run_program("migrated", STACKS["migrated"], charm_install())
     by_urn = {r.urn: r for r in registered}
     names = lambda r: {by_urn[d].name for d in r.dependencies if d in by_urn}  # noqa: E731
-    named = {r.name: r for r in registered}
+    named = {r.name: r for r in registered if r.custom}  # a check component and its Command share a name
     switch = [r for r in registered if r.name.startswith("webhook-switch-")]
     assert len(switch) == 2 and all("istiod-serving" in names(r) for r in switch)
     assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["istiod-serving"])
@@ -162,7 +170,7 @@ def test_migration_steps_are_ordered():
 
 def test_bounded_parallelism():
     registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1,
-                                          "rolloutStrategy": "deployments"}, live=charm_install())
+                                          "rolloutStrategy": "deployments"}, charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     by_urn = {r.urn: r.name for r in registered}
     chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
@@ -172,7 +180,7 @@ def test_bounded_parallelism():
 def test_namespace_by_namespace_strategy():
     """rolloutStrategy=namespaces (the default) with parallelism 1: one command per namespace restarting all its
     Deployments, namespaces in sequence (the manual runbook's loop)."""
-    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, live=charm_install())
+    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     live_namespaces = sorted({ns for ns, _ in charm_install().workloads.items()})
     assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in live_namespaces]
@@ -191,31 +199,32 @@ def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
     import dataclasses
     live = charm_install()
     live = dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
-        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}])
-    registered = run_program("legacy", STACKS["legacy"], live=live)
-    teardown = next(r for r in registered if r.name == "teardown-migrated-control-plane")
+        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
+        present=live.present | {("Deployment", "istio-system", "istiod-kf-1-30")})
+    registered = run_program("legacy", STACKS["legacy"], live)
+    teardown = next(r for r in registered if r.name == "teardown-migrated-control-plane" and r.custom)
     assert "istiod-kf-1-30" in teardown.inputs["create"] and "deployment" in teardown.inputs["create"].lower()
     assert [r for r in registered if r.name.startswith("rollout-")], "every workload is restarted on the way back"
     assert not any(r.name == "teardown-migrated-control-plane" for r in run_program(
-        "legacy", STACKS["legacy"], live=charm_install())), "a charm install alone is not a rollback"
+        "legacy", STACKS["legacy"], charm_install())), "a charm install alone is not a rollback"
 
 
 def test_destroying_the_migrated_stack_is_refused_and_purge_cannot_select_istiod_pods():
     """`protect` on the migrated plane and the guard: `pulumi destroy` fails before deleting anything. The new
     istiod's pods lack the label `istioctl uninstall --purge` deletes pods by."""
-    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    registered = run_program("migrated", STACKS["migrated"], charm_install())
     plane = [r for r in registered if r.custom and (r.parent.endswith("ControlPlane::control-plane")
                                                     or r.parent.endswith("Guard::guard"))]
     assert plane and all(r.protect for r in plane)
     istiod = next(r for r in plane if r.kind == "Deployment")
     assert "operator.istio.io/component" not in istiod.inputs["spec"]["template"]["metadata"]["labels"]
     assert istiod.inputs["metadata"]["labels"]["operator.istio.io/component"] == "Pilot", "only the pods change"
-    legacy = run_program("legacy", STACKS["legacy"], live=charm_install())
+    legacy = run_program("legacy", STACKS["legacy"], charm_install())
     assert not any(r.protect for r in legacy), "the legacy stack (the way back) stays free to change"
 
 
 def test_guard_protects_the_new_plane_and_comes_last():
-    registered = run_program("migrated", STACKS["migrated"], live=charm_install())
+    registered = run_program("migrated", STACKS["migrated"], charm_install())
     label = lambda r: r.inputs["metadata"].get("labels", {}).get("kfistio.io/protected")  # noqa: E731
     plane = [r for r in registered if r.parent.endswith("ControlPlane::control-plane")]
     switched = [r for r in registered if r.name.startswith("webhook-switch-")]
@@ -225,3 +234,22 @@ def test_guard_protects_the_new_plane_and_comes_last():
     by_urn = {r.urn: r.name for r in registered}
     assert "teardown-legacy-control-plane" in {by_urn.get(d) for d in guard.dependencies}
     assert guard.inputs["spec"]["failurePolicy"] == "Fail"
+
+
+def test_one_provider_and_one_target_for_everything(stack):
+    """Every Kubernetes object goes through the explicit provider bound to the resolved target; every Command
+    gets that kubeconfig in its environment and names the context on every kubectl."""
+    from tests.unit.harness import TARGET
+    _, registered = stack
+    providers = [r for r in registered if r.type == "pulumi:providers:kubernetes"]
+    assert len(providers) == 1 and providers[0].inputs["kubeconfig"] == TARGET.kubeconfig
+    assert providers[0].inputs["context"] == TARGET.context
+    for r in registered:
+        if r.type.startswith("kubernetes:"):
+            assert r.provider.startswith(providers[0].urn), r.name
+        if r.type == "command:local:Command":
+            assert r.inputs["environment"] == {"KUBECONFIG": TARGET.kubeconfig}, r.name
+            script = r.inputs["create"]
+            assert script.count("kubectl ") == script.count(f"kubectl --context={TARGET.context}") or \
+                "--context unit-tests" in script, r.name
+            assert r.inputs["update"] == "true", "a changed kubeconfig path must not run a step again"

@@ -7,6 +7,7 @@ import yaml
 
 from migration import render
 from migration.config import from_mapping
+from tests.fixtures import recorded
 
 CFG = from_mapping({"topology": "migrated"})
 
@@ -17,12 +18,12 @@ def by_kind(objects, kind):
 
 @pytest.fixture(scope="module")
 def legacy():
-    return render.render(render.legacy_input(CFG))
+    return recorded.renders(CFG).legacy
 
 
 @pytest.fixture(scope="module")
 def migrated():
-    return render.render(render.migrated_input(CFG))
+    return recorded.renders(CFG).migrated
 
 
 def test_charm_flags():
@@ -75,8 +76,38 @@ def test_injector_webhooks_target_their_own_istiod(legacy, migrated):
                           for h in hooks} == {service}
 
 
-def test_render_is_cached(tmp_path, monkeypatch, legacy):
-    monkeypatch.setattr(render, "CACHE_DIR", tmp_path)
-    first = render.render(render.legacy_input(CFG))
-    assert len(list(tmp_path.glob("*.yaml"))) == 1
-    assert render.render(render.legacy_input(CFG)) == first == legacy
+FAKE_ISTIOCTL = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
+if [ "$1" = version ]; then echo "client version: $FAKE_VERSION"; else printf 'kind: ConfigMap\\nmetadata: {name: x}\\n'; fi
+"""
+
+
+@pytest.fixture
+def fake_istioctl(tmp_path, monkeypatch):
+    """An istioctl that records its calls and renders one ConfigMap (the cache logic, without the toolchain)."""
+    path = tmp_path / "istioctl"
+    path.write_text(FAKE_ISTIOCTL)
+    path.chmod(0o755)
+    monkeypatch.setenv("FAKE_VERSION", "1.30-dev")
+    return path
+
+
+def calls(fake_istioctl):
+    calls_file = fake_istioctl.parent / "calls"
+    return calls_file.read_text().splitlines() if calls_file.exists() else []
+
+
+def test_a_cache_hit_runs_no_istioctl(tmp_path, fake_istioctl):
+    inp = render.legacy_input(CFG)
+    first = render.render(inp, "1.30-dev", cache_dir=tmp_path / "cache", istioctl=str(fake_istioctl))
+    assert first == [{"kind": "ConfigMap", "metadata": {"name": "x"}}]
+    assert [c.split()[0] for c in calls(fake_istioctl)] == ["version", "manifest"]
+    assert render.render(inp, "1.30-dev", cache_dir=tmp_path / "cache", istioctl=str(fake_istioctl)) == first
+    assert len(calls(fake_istioctl)) == 2, "the second render came from the cache without running istioctl"
+
+
+def test_an_istioctl_of_another_version_is_refused(tmp_path, fake_istioctl, monkeypatch):
+    monkeypatch.setenv("FAKE_VERSION", "1.29.1")
+    with pytest.raises(render.RenderError, match=r"is istioctl 1\.29\.1, but kf-istio-migrate:istioVersion is 1\.30-dev"):
+        render.render(render.legacy_input(CFG), "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl))
+    assert not list(tmp_path.glob("*.yaml")), "nothing cached from a refused istioctl"

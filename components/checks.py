@@ -1,0 +1,90 @@
+"""The migration's checkpoints as components: the destination istiod serves, every sidecar moved, the other plane
+is removed. Each is one kubectl-driven Command bound to the stack's cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import shlex
+import sys
+from typing import Sequence
+
+import pulumi
+
+from components import PACKAGE
+from components.commands import step
+from components.objects import child_options
+from migration.mesh import ObjectId
+from migration.target import KubeTarget
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingCheckArgs:
+    validator: str
+    """The destination istiod's own ValidatingWebhookConfiguration."""
+    timeout_seconds: int
+    target: KubeTarget
+
+
+class ServingCheck(pulumi.ComponentResource):
+    """Waits until the destination istiod really serves webhooks through the apiserver: istiod switches its own
+    validator to failurePolicy=Fail only after the apiserver delivered it an invalid object and it rejected it."""
+
+    def __init__(self, name: str, args: ServingCheckArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:ServingCheck", name, None, opts)
+        validator = shlex.quote(args.validator)
+        check = (f"{args.target.kubectl()} get validatingwebhookconfiguration {validator} "
+                 f"-o jsonpath='{{.webhooks[*].failurePolicy}}'")
+        script = (f"for i in $(seq {args.timeout_seconds}); do [ \"$({check})\" = Fail ] && exit 0; sleep 1; done; "
+                  f"echo 'istiod never armed {args.validator}: is it serving?' >&2; exit 1")
+        self.command = step(name, script, [args.validator], args.target, child_options(self, opts))
+        self.register_outputs({"validator": args.validator})
+
+
+@dataclasses.dataclass(frozen=True)
+class VerificationArgs:
+    istiod_address: str
+    """Every sidecar and the gateway must use this istiod."""
+    namespaces: tuple[str, ...]
+    """The namespaces whose workloads were restarted."""
+    gateway_namespace: str
+    target: KubeTarget
+
+
+class Verification(pulumi.ComponentResource):
+    """Fails the update, naming the pods, unless every sidecar and the gateway use the destination istiod."""
+
+    def __init__(self, name: str, args: VerificationArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:Verification", name, None, opts)
+        argv = [sys.executable, "-m", "live.verify", "--kubeconfig", args.target.kubeconfig, "--context",
+                args.target.context, "--istiod", args.istiod_address, "--gateway-namespace", args.gateway_namespace,
+                *args.namespaces]
+        # The kubeconfig path is not a trigger: only what is verified decides whether it runs again.
+        self.command = step(name, shlex.join(argv), [args.istiod_address, *args.namespaces], args.target,
+                            child_options(self, opts), directory=str(REPO))
+        self.register_outputs({"istiodAddress": args.istiod_address})
+
+
+@dataclasses.dataclass(frozen=True)
+class TeardownArgs:
+    objects: tuple[ObjectId, ...]
+    """The other control plane, in deletion order (never CRDs, CRs, the gateway or user namespaces)."""
+    target: KubeTarget
+
+
+def teardown_script(target: KubeTarget, objects: Sequence[ObjectId]) -> str:
+    # Each delete is retried briefly: right after the guard's binding is deleted, admission may still deny.
+    deletes = [f"for i in 1 2 3 4 5 6 7 8 9 10; do {target.kubectl()} delete {shlex.quote(kind)} "
+               f"{shlex.quote(name)} --ignore-not-found --wait=false{f' -n {shlex.quote(ns)}' if ns else ''} "
+               f"&& break; sleep 1; [ $i = 10 ] && exit 1; done" for kind, ns, name in objects]
+    return " && ".join(deletes) or "true"
+
+
+class Teardown(pulumi.ComponentResource):
+    def __init__(self, name: str, args: TeardownArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:Teardown", name, None, opts)
+        self.command = step(name, teardown_script(args.target, args.objects),
+                            [f"{k}/{ns}/{n}" for k, ns, n in args.objects], args.target, child_options(self, opts))
+        self.register_outputs({"removed": len(args.objects)})

@@ -1,0 +1,32 @@
+"""The switch of the default injection path and validation from one istiod to another."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import pulumi
+
+from components import PACKAGE
+from components.objects import child_options, declare
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookSwitchArgs:
+    """The live default webhooks, already retargeted at the destination istiod and marked (migration.decide)."""
+
+    injector: Mapping[str, Any]
+    validator: Mapping[str, Any] | None
+
+
+class WebhookSwitch(pulumi.ComponentResource):
+    """Adopts the default injector and validator and points them at the new istiod: one write each, so every
+    namespace has exactly one injector at every instant. Retained on delete: destroying this stack must never
+    leave namespaces with no injector (rolling back points them at the old istiod again)."""
+
+    def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
+        hooks = [args.injector] + ([args.validator] if args.validator else [])
+        self.webhooks = [declare(name, hook, child_options(
+            self, opts, import_=hook["metadata"]["name"], retain_on_delete=True)) for hook in hooks]
+        self.register_outputs({"switched": [h["metadata"]["name"] for h in hooks]})

@@ -1,0 +1,43 @@
+"""Labels and annotations the program puts on objects it declares (pure functions over plain objects)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+PROTECTED_LABEL = "kfistio.io/protected"
+"""Objects the guard refuses to delete (migration.guard)."""
+PURGE_SELECTOR_LABEL = "operator.istio.io/component"
+"""`istioctl uninstall --purge` deletes every Pod (and object) carrying this label."""
+ADOPT_ANNOTATIONS = {"pulumi.com/patchForce": "true"}
+"""Adopting an object takes over fields another field manager (istioctl's, kubectl's, a charm's) set with
+server-side apply; pulumi-kubernetes does that only when the object carries this annotation. It also lets a create
+cut off by a crash be re-applied on resume, over its own earlier field manager."""
+
+
+def _with_metadata(obj: Mapping[str, Any], field: str, values: Mapping[str, str]) -> dict[str, Any]:
+    meta = dict(obj["metadata"])
+    meta[field] = {**(meta.get(field) or {}), **values}
+    return {**obj, "metadata": meta}
+
+
+def adoptable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """obj annotated so that this program may take ownership of fields others applied."""
+    return _with_metadata(obj, "annotations", ADOPT_ANNOTATIONS)
+
+
+def protected(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """obj labelled for the guard."""
+    return _with_metadata(obj, "labels", {PROTECTED_LABEL: "true"})
+
+
+def purge_proof(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """obj protected, and if it is a Deployment, with pods that `istioctl uninstall --purge` cannot select: it
+    deletes every Pod labelled operator.istio.io/component, and the guard cannot refuse pod deletions (controllers
+    delete pods all the time), so without this the new istiod would be down until its pods are recreated."""
+    obj = protected(obj)
+    if obj["kind"] != "Deployment":
+        return obj
+    template = obj["spec"]["template"]
+    labels = {k: v for k, v in (template["metadata"].get("labels") or {}).items() if k != PURGE_SELECTOR_LABEL}
+    spec = {**obj["spec"], "template": {**template, "metadata": {**template["metadata"], "labels": labels}}}
+    return {**obj, "spec": spec}

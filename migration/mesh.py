@@ -1,0 +1,34 @@
+"""What preflight reads from the live cluster, as plain data: produced by live.discovery, consumed by pure code."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+ObjectId = tuple[str, str, str]
+"""(kind, namespace or "", name) of one Kubernetes object."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveMesh:
+    """The live mesh, read once per run (plain dicts, as the API returned them)."""
+
+    namespaces: dict[str, dict[str, str]]
+    """Every namespace -> its labels."""
+    crds: dict[str, dict[str, Any]]
+    """Istio CRD name -> {uid, labels, annotations}."""
+    istiod_deployments: list[dict[str, Any]]
+    """Deployments labelled app=istiod, in any namespace."""
+    mutating_webhooks: list[dict[str, Any]]
+    validating_webhooks: list[dict[str, Any]]
+    ca_secrets: dict[str, dict[str, dict[str, str]]]
+    """namespace -> secret name (`cacerts`, `istio-ca-secret`) -> data, for the source and target namespaces."""
+    workloads: dict[str, list[str]]
+    """injection-enabled namespace -> names of its Deployments."""
+    present: frozenset[ObjectId] = frozenset()
+    """Which of the objects the program may declare (migration.decide.objects_to_look_up) already exist."""
+
+
+def object_id(obj: dict[str, Any]) -> ObjectId:
+    meta = obj["metadata"]
+    return obj["kind"], meta.get("namespace", ""), meta["name"]
