@@ -4,49 +4,29 @@ from __future__ import annotations
 
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from bench.analysis import summarize_run
 from bench.churn import ChurnGenerator
 from bench.recorder import DeploymentRecorder
 from demo import fixture
-from demo.migrate import pulumi
 from demo.observe import InjectorSampler
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
-
-
-def fresh(name: str) -> tuple[Cluster, dict[str, str]]:
-    cluster = Cluster(name)
-    cluster.down(purge=True)
-    cluster.up()
-    (cluster.dir / "pulumi").mkdir(exist_ok=True)
-    return cluster, cluster.env()
-
-
-def stack_config(cluster: Cluster, overrides: dict[str, Any]) -> Path:
-    """A copy of Pulumi.migrated.yaml with overrides, beside the cluster (the repository's file stays as it is)."""
-    config = yaml.safe_load((REPO / "Pulumi.migrated.yaml").read_text())
-    config["config"].update({f"kf-istio-migrate:{k}": str(v) for k, v in overrides.items()})
-    path = cluster.dir / "Pulumi.migrated.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+from devcluster.workspace import Workspace
 
 
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
                   log=print) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
     the injector sampler and the churn generator running. The cluster is removed afterwards."""
-    cluster, env = fresh(f"bench-{label}")
+    workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
+    cluster, env = workspace.cluster, workspace.env
     try:
         started = time.monotonic()
         fixture.build(env, size)
         log(f"  [{label}] fixture ({size.profiles}x{size.deployments}) built in {time.monotonic() - started:.0f}s")
-        config_file = stack_config(cluster, overrides)
-        pulumi(env, "stack", "init", "migrated")
+        workspace.init("migrated")
         namespaces = fixture.profile_namespaces(size)
         recorder = DeploymentRecorder(str(cluster.kubeconfig))
         sampler = InjectorSampler(str(cluster.kubeconfig), namespaces)
@@ -55,7 +35,7 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             thread.start()
         started = time.monotonic()
         try:
-            pulumi(env, "up", "--stack", "migrated", "--config-file", str(config_file), "--yes", "--skip-preview")
+            workspace.up("migrated")
         finally:
             ended = time.monotonic()
             records, samples = churn.stop(), sampler.stop()
@@ -72,10 +52,11 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
 def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> dict[int, float]:
     """`pulumi preview --stack migrated` wall time (best of repeats) as the fixture grows through sizes namespaces.
     Deployments have 0 replicas here: a preview reads Deployments, not pods, and it keeps 3200 of them cheap."""
-    cluster, env = fresh("bench-preview")
+    workspace = Workspace(Cluster.fresh("bench-preview")).create()
+    cluster, env = workspace.cluster, workspace.env
     seconds: dict[int, float] = {}
     try:
-        pulumi(env, "stack", "init", "migrated")
+        workspace.init("migrated")
         built = 0
         for n in sorted(sizes):
             size = fixture.FixtureSize(profiles=n - built, deployments=deployments, replicas=0, first_profile=built)
@@ -87,7 +68,7 @@ def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> 
             times = []
             for _ in range(repeats):
                 started = time.monotonic()
-                pulumi(env, "preview", "--stack", "migrated")
+                workspace.pulumi("preview", "--stack", "migrated")
                 times.append(time.monotonic() - started)
             seconds[n] = min(times)
             log(f"  [preview] {n} namespaces x {deployments} Deployments: {seconds[n]:.1f}s "

@@ -14,6 +14,8 @@ from demo import fixture
 from demo.migrate import migrate_and_verify
 from demo.verification import print_table
 from devcluster.cluster import Cluster
+from devcluster.toolchain import REPO
+from devcluster.workspace import PulumiFailed, Workspace
 
 
 def main() -> int:
@@ -24,29 +26,28 @@ def main() -> int:
     args = parser.parse_args()
     size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments)
 
-    cluster = Cluster(args.cluster)
     print(f"[1/4] fresh embedded cluster '{args.cluster}'", flush=True)
-    cluster.down(purge=True)
-    cluster.up()
-    env = cluster.env()
-    (cluster.dir / "pulumi").mkdir(exist_ok=True)
-
+    workspace = Workspace(Cluster.fresh(args.cluster)).create()
     print(f"[2/4] legacy mesh the charms' way: istioctl install in kubeflow, gateway, {size.profiles} profiles x "
           f"{size.deployments} workloads", flush=True)
     started = time.monotonic()
-    fixture.build(env, size)
+    fixture.build(workspace.env, size)
     print(f"      built in {time.monotonic() - started:.0f}s", flush=True)
 
     print("[3/4] pulumi up --stack migrated (sampling injectors per namespace during the update)", flush=True)
     try:
-        results, _, duration = migrate_and_verify(cluster, env, size)
-    except RuntimeError as err:
+        migration = migrate_and_verify(workspace, fixture.profile_namespaces(size))
+    except PulumiFailed as err:
         print(err, file=sys.stderr)
         return 1
-    print(f"      migrated in {duration:.0f}s", flush=True)
+    print(f"      migrated in {migration.seconds:.0f}s (cluster {migration.outputs['cluster']}, context "
+          f"{migration.outputs['context']})", flush=True)
     print("[4/4] verification", flush=True)
-    print_table(results)
-    return 0 if all(ok for _, _, ok in results) else 1
+    print_table(migration.rows)
+    print(f"migration wall time: {migration.seconds:.0f}s (measured, not a check)")
+    print(f"inspect: cd {workspace.dir} && eval \"$({REPO}/.venv/bin/python -m devcluster env --name "
+          f"{args.cluster})\" && pulumi stack output --stack migrated")
+    return 0 if all(ok for _, _, ok in migration.rows) else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A Kubeflow-like legacy mesh, built the way a Charmed Kubeflow cluster has it.
 
 The control plane comes from the istio-pilot charm's own command (`istioctl install` with its flags), the gateway
-from the istio-gateway charm's objects (components.gateway), and user configuration from what Kubeflow creates:
+from the istio-gateway charm's objects (migration.gateway), and user configuration from what Kubeflow creates:
 profile namespaces labelled for injection with workloads, an `ns-owner-access-istio` AuthorizationPolicy each,
 VirtualServices bound to kubeflow/kubeflow-gateway, and mesh-wide config in the kubeflow namespace.
 """
@@ -13,7 +13,7 @@ import subprocess
 
 import yaml
 
-from components.gateway import GatewayArgs, gateway_objects
+from migration.gateway import GatewayLayout, gateway_objects
 
 CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
                  "--set", "values.global.istioNamespace=kubeflow", "--set", "meshConfig.accessLogFile=/dev/stdout"]
@@ -103,7 +103,7 @@ def build(env: dict[str, str], size: FixtureSize) -> None:
     proxy_image = subprocess.run(
         ["kubectl", "-n", "kubeflow", "get", "deploy", "istiod", "-o", "jsonpath={.spec.template.spec.containers[0].image}"],
         env=env, check=True, capture_output=True, text=True).stdout.replace("/pilot:", "/proxyv2:")
-    _apply(env, gateway_objects(GatewayArgs(namespace="kubeflow", istiod_address="istiod.kubeflow.svc:15012",
+    _apply(env, gateway_objects(GatewayLayout(namespace="kubeflow", istiod_address="istiod.kubeflow.svc:15012",
                                             revision="default", proxy_image=proxy_image,
                                             gateway_cr_namespace="kubeflow")))
     grow(env, size)
@@ -117,14 +117,8 @@ def grow(env: dict[str, str], size: FixtureSize) -> None:
                         "--timeout=300s"], env=env, check=True, capture_output=True, text=True)
 
 
-def build_with_legacy_stack(env: dict[str, str], size: FixtureSize) -> None:
+def build_with_legacy_stack(workspace, size: FixtureSize) -> None:
     """The same mesh, but the control plane and gateway made by this program's `legacy` stack (no istioctl)."""
-    from devcluster.toolchain import REPO
-
-    subprocess.run(["kubectl", "create", "namespace", "kubeflow"], env=env, capture_output=True)  # the Juju model
-    for argv in (["pulumi", "stack", "init", "legacy"],
-                 ["pulumi", "up", "--stack", "legacy", "--yes", "--skip-preview", "--non-interactive"]):
-        proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
-        if proc.returncode != 0 and "already exists" not in proc.stderr:
-            raise RuntimeError(f"{' '.join(argv)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    grow(env, size)
+    subprocess.run(["kubectl", "create", "namespace", "kubeflow"], env=workspace.env, capture_output=True)  # the Juju model
+    workspace.up("legacy")
+    grow(workspace.env, size)

@@ -2,38 +2,40 @@
 
 from __future__ import annotations
 
-import subprocess
+import dataclasses
 import time
 from typing import Any
 
-from demo import fixture
 from demo.observe import InjectorSampler, snapshot
 from demo.verification import checks
-from devcluster.cluster import Cluster
-from devcluster.toolchain import REPO
+from devcluster.workspace import Workspace
 
 
-def pulumi(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=REPO, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"pulumi {' '.join(args)} failed (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-8000:]}\n{proc.stderr[-4000:]}")
-    return proc
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    rows: list[tuple[str, str, bool]]
+    """The verification table."""
+    samples: list[dict[str, Any]]
+    """The injector sampler's samples, across the whole update."""
+    seconds: float
+    """Wall time of `pulumi up`."""
+    outputs: dict[str, Any]
+    """The migrated stack's outputs."""
 
 
-def migrate_and_verify(cluster: Cluster, env: dict[str, str], size: fixture.FixtureSize,
-                       ) -> tuple[list[tuple[str, str, bool]], list[dict[str, Any]], float]:
-    """Migrate the legacy mesh on cluster; return the verification rows, the sampler's samples and the up's time."""
+def migrate_and_verify(workspace: Workspace, profiles: list[str]) -> Migration:
+    """Migrate the legacy mesh on workspace's cluster; raises devcluster.workspace.PulumiFailed if `up` fails."""
+    env = workspace.env
     before = snapshot(env)
-    pulumi(env, "stack", "init", "migrated")
-    sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(size))
+    workspace.init("migrated")
+    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
     sampler.start()
     started = time.monotonic()
     try:
-        pulumi(env, "up", "--stack", "migrated", "--yes", "--skip-preview")
+        workspace.up("migrated")
     finally:
         samples = sampler.stop()
-    duration = time.monotonic() - started
-    second = subprocess.run(["pulumi", "preview", "--stack", "migrated", "--expect-no-changes", "--non-interactive"],
-                            cwd=REPO, env=env, capture_output=True, text=True)
-    return checks(env, before, snapshot(env), samples, duration, second.returncode == 0, size), samples, duration
+    seconds = time.monotonic() - started
+    clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False).returncode == 0
+    outputs = workspace.outputs("migrated")
+    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, profiles), samples, seconds, outputs)

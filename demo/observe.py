@@ -1,4 +1,9 @@
-"""Read-only observations of a live mesh: snapshots to compare before/after, and a sampler that runs during `up`."""
+"""Read-only observations of a live mesh: snapshots to compare before/after, and a sampler that runs during `up`.
+
+The sampler is the tests' and the demo's oracle for "exactly one injector per namespace", so it shares no code with
+the program's planning (migration.webhooks): it lets the apiserver evaluate each injector's namespaceSelector
+(a list of namespaces with that label selector) and needs only a small rule for the objectSelector of a plain pod.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,6 @@ import time
 from typing import Any
 
 from kubernetes import client, config
-
-from migration.webhooks import injectors, matching_webhooks
-
 
 def kubectl_json(env: dict[str, str], *args: str) -> dict[str, Any]:
     out = subprocess.run(["kubectl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True)
@@ -37,34 +39,70 @@ def snapshot(env: dict[str, str]) -> dict[str, Any]:
     return {"crd_uids": {n: c["metadata"]["uid"] for n, c in crds.items()}, "crs": crs, "roots": roots}
 
 
+def selector_string(selector: dict[str, Any] | None) -> str:
+    """A metav1.LabelSelector in the apiserver's label-selector syntax ("" selects everything)."""
+    terms = [f"{k}={v}" for k, v in ((selector or {}).get("matchLabels") or {}).items()]
+    for expr in (selector or {}).get("matchExpressions") or []:
+        key, values = expr["key"], ",".join(expr.get("values") or [])
+        terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                      "DoesNotExist": f"!{key}"}[expr["operator"]])
+    return ",".join(terms)
+
+
+def selects_unlabelled_pod(selector: dict[str, Any] | None) -> bool:
+    """Whether an objectSelector matches a pod without labels: only terms that hold for absent keys."""
+    selector = selector or {}
+    return not selector.get("matchLabels") and all(
+        e["operator"] in ("NotIn", "DoesNotExist") for e in selector.get("matchExpressions") or [])
+
+
 class InjectorSampler(threading.Thread):
-    """Samples, every interval, how many injectors match each watched namespace (for a plain pod), which istiod
-    Services they call, and whether every default validator targets an existing Service."""
+    """Samples, every interval, how many Istio injector webhooks the apiserver would call for a plain pod created in
+    each watched namespace, which istiod Services they call, and whether every default validator targets an
+    existing Service."""
 
     def __init__(self, kubeconfig: str, namespaces: list[str], interval: float = 0.25):
         super().__init__(daemon=True)
-        config.load_kube_config(kubeconfig)
-        self.core, self.admission = client.CoreV1Api(), client.AdmissionregistrationV1Api()
-        self.api = client.ApiClient()
+        self.api = api = config.new_client_from_config(config_file=kubeconfig)
+        self.core, self.admission = client.CoreV1Api(api), client.AdmissionregistrationV1Api(api)
         self.namespaces, self.interval = namespaces, interval
         self.samples: list[dict[str, Any]] = []
         self._halt = threading.Event()
 
+    def _namespaces_selected(self, selector: str, cache: dict[str, set[str]]) -> set[str]:
+        if selector not in cache:
+            cache[selector] = {n.metadata.name for n in self.core.list_namespace(label_selector=selector).items}
+        return cache[selector]
+
+    def _service_exists(self, service) -> bool:
+        try:
+            self.core.read_namespaced_service(service.name, service.namespace)
+            return True
+        except client.ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+
     def sample(self) -> dict[str, Any]:
-        configs = [self.api.sanitize_for_serialization(c)
-                   for c in self.admission.list_mutating_webhook_configuration().items]
-        labels = {n.metadata.name: n.metadata.labels or {} for n in self.core.list_namespace().items}
-        matched = {ns: matching_webhooks(injectors(configs), labels.get(ns, {})) for ns in self.namespaces}
-        counts = {ns: len(hits) for ns, hits in matched.items()}
-        hooks = {(c["metadata"]["name"], h["name"]): h["clientConfig"].get("service") or {}
-                 for c in configs for h in c.get("webhooks") or []}
-        targets = sorted({f"{hooks[hit].get('namespace')}/{hooks[hit].get('name')}"
-                          for hits in matched.values() for hit in hits})
-        services = {(s.metadata.namespace, s.metadata.name) for s in self.core.list_service_for_all_namespaces().items}
+        counts = {ns: 0 for ns in self.namespaces}
+        targets, cache = set(), {}
+        for configuration in self.admission.list_mutating_webhook_configuration().items:
+            for hook in configuration.webhooks or []:
+                if not hook.name.endswith("sidecar-injector.istio.io"):
+                    continue
+                as_dict = self.api.sanitize_for_serialization(hook)
+                if not selects_unlabelled_pod(as_dict.get("objectSelector")):
+                    continue
+                selected = self._namespaces_selected(selector_string(as_dict.get("namespaceSelector")), cache)
+                for ns in self.namespaces:
+                    if ns in selected:
+                        counts[ns] += 1
+                        service = hook.client_config.service
+                        targets.add(f"{service.namespace}/{service.name}")
         dangling = [f"{v.metadata.name}/{h.name}" for v in self.admission.list_validating_webhook_configuration().items
                     if v.metadata.name.startswith("istiod-default-validator") for h in v.webhooks
-                    if (h.client_config.service.namespace, h.client_config.service.name) not in services]
-        return {"t": time.monotonic(), "injectors": counts, "injector_targets": targets,
+                    if not self._service_exists(h.client_config.service)]
+        return {"t": time.monotonic(), "injectors": counts, "injector_targets": sorted(targets),
                 "dangling_validators": dangling}
 
     def run(self) -> None:

@@ -1,18 +1,24 @@
-"""python -m devcluster up|down|status|env [--name NAME] [--purge], or exec [--name NAME] -- COMMAND..."""
+"""python -m devcluster up|down|status|env|tools [--name NAME] [--purge], or exec [--name NAME] -- COMMAND...
+
+`tools` prints the exports that put the built toolchain (pulumi, istioctl, kubectl) on PATH and nothing else: use it
+for a real cluster. `env` also points KUBECONFIG, the Pulumi backend, PULUMI_HOME and the passphrase at embedded
+cluster NAME.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from devcluster.cluster import Cluster, ClusterError
-from devcluster.toolchain import ToolchainMissing
+from devcluster.toolchain import ToolchainMissing, tool_env
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
-    parser.add_argument("command", choices=["up", "down", "status", "env", "exec"])
+    parser.add_argument("command", choices=["up", "down", "status", "env", "tools", "exec"])
     parser.add_argument("--name", default=os.environ.get("KFISTIO_CLUSTER", "dev"), help="cluster name (default dev)")
     parser.add_argument("--purge", action="store_true", help="with down: also delete the cluster's data")
     argv = sys.argv[1:] if argv is None else argv
@@ -29,11 +35,16 @@ def main(argv: list[str] | None = None) -> int:
             for name, running in cluster.status().items():
                 print(f"{name:26} {'running' if running else 'stopped'}")
             cluster.require_running()
+        elif args.command == "tools":
+            env = tool_env()
+            for key in ("PATH", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_SKIP_UPDATE_CHECK"):
+                print(f"export {key}={shlex.quote(env[key])}")
         elif args.command == "env":
             env = cluster.env()
-            for key in ("KUBECONFIG", "PATH", "PULUMI_BACKEND_URL", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION",
-                        "PULUMI_CONFIG_PASSPHRASE"):
-                print(f"export {key}={env[key]}")
+            for key in ("KUBECONFIG", "PATH", "PULUMI_BACKEND_URL", "PULUMI_HOME",
+                        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_SKIP_UPDATE_CHECK",
+                        "PULUMI_CONFIG_PASSPHRASE_FILE"):
+                print(f"export {key}={shlex.quote(env[key])}")
         elif args.command == "exec":
             if not command:
                 parser.error("exec needs a command after --, e.g. exec -- kubectl get pods -A")

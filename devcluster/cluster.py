@@ -94,13 +94,33 @@ class Cluster:
             raise ClusterError(f"embedded cluster '{self.name}' is not running: run `make cluster-up` "
                                f"(or `python -m devcluster up --name {self.name}`)")
 
+    @classmethod
+    def fresh(cls, name: str) -> "Cluster":
+        """A new, empty cluster called name (whatever ran under that name before is stopped and purged)."""
+        cluster = cls(name)
+        cluster.down(purge=True)
+        cluster.up()
+        return cluster
+
     def env(self) -> dict[str, str]:
-        """Environment for host clients of this cluster: toolchain PATH, kubeconfig, its own Pulumi backend, no plugin
-        downloads."""
+        """Environment for host clients of this cluster: toolchain PATH, kubeconfig, and for Pulumi this cluster's own
+        backend, PULUMI_HOME (the CLI's ~40 MB debug log per command goes there and is purged with the cluster) and
+        a generated passphrase, so the CA key a migration copies is encrypted in the state."""
         env = toolchain.tool_env()
         env["KUBECONFIG"] = str(self.kubeconfig)
-        env["PULUMI_BACKEND_URL"] = f"file://{self.dir / 'pulumi'}"  # this cluster's stacks (demo, tests)
+        env["PULUMI_BACKEND_URL"] = f"file://{self.dir / 'pulumi'}"
+        env["PULUMI_HOME"] = str(self.dir / "pulumi-home")
+        env["PULUMI_CONFIG_PASSPHRASE_FILE"] = str(self._passphrase_file())
+        env.pop("PULUMI_CONFIG_PASSPHRASE", None)
         return env
+
+    def _passphrase_file(self) -> pathlib.Path:
+        path = self.dir / "passphrase"
+        if not path.is_file():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(secrets.token_urlsafe(24))
+        return path
 
     def netns_exec(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *argv]

@@ -9,7 +9,7 @@ import subprocess
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build-toolchain.sh"
 VENV_BIN = REPO / ".venv" / "bin"
-SETUP_HINT = "run `make setup` (builds the pinned toolchain into the cache, about 15 minutes cold)"
+SETUP_HINT = "run `make setup` (builds the pinned toolchain into the cache, about 25 minutes cold)"
 
 
 class ToolchainMissing(RuntimeError):
@@ -43,5 +43,4 @@ def tool_env(base: dict[str, str] | None = None) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(bin_dir()), str(VENV_BIN), env.get("PATH", "")])
     env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
     env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
-    env.setdefault("PULUMI_CONFIG_PASSPHRASE", "")
     return env

@@ -4,6 +4,9 @@ tests/conftest.py) every kill point."""
 from __future__ import annotations
 
 from tests.faults.harness import KILL_POINTS
+from tests.support import require_toolchain
+
+require_toolchain()
 
 FAST = {"resume_point": ["new-istiod-created", "half-the-rollouts"], "rollback_point": ["injector-switched"]}
 

@@ -15,12 +15,12 @@ from kubernetes import client, config
 
 from demo import fixture
 from demo.observe import InjectorSampler, snapshot
-from devcluster.cluster import Cluster
-from devcluster.toolchain import REPO
-from tests.integration.conftest import fresh_cluster, run
+from devcluster.workspace import Workspace
+from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150)
-NEW, OLD = "istiod-kf-1-30.istio-system.svc:15012", "istiod.kubeflow.svc:15012"
+NEW, OLD = NEW_ISTIOD, LEGACY_ISTIOD
+PROFILES = fixture.profile_namespaces(SIZE)
 DEFAULT_INJECTOR = "istio-revision-tag-default-kubeflow"
 NEW_VALIDATOR = "istio-validator-kf-1-30-istio-system"
 
@@ -87,38 +87,42 @@ KILL_POINTS: dict[str, Callable[[Api], bool]] = {
 
 @dataclasses.dataclass
 class Mesh:
-    """A legacy mesh on its own cluster, the snapshot taken before any migration, and a running injector sampler."""
+    """A legacy mesh on its own cluster and workspace, the snapshot taken before any migration, and a running
+    injector sampler."""
 
-    cluster: Cluster
-    env: dict[str, str]
+    workspace: Workspace
     before: dict[str, Any]
     sampler: InjectorSampler
 
+    @property
+    def env(self) -> dict[str, str]:
+        return self.workspace.env
+
     def pulumi(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return run(["pulumi", *args, "--non-interactive"], self.env, cwd=REPO, check=check)
+        return self.workspace.pulumi(*args, check=check)
 
     def close(self) -> list[dict[str, Any]]:
         samples = self.sampler.stop()
-        self.cluster.down(purge=True)
+        self.workspace.cluster.down(purge=True)
         return samples
 
 
 def legacy_mesh(name: str) -> Mesh:
-    cluster, env = fresh_cluster(name)
-    fixture.build(env, SIZE)
-    sampler = InjectorSampler(str(cluster.kubeconfig), fixture.profile_namespaces(SIZE))
+    workspace = fresh_workspace(name)
+    fixture.build(workspace.env, SIZE)
+    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
     sampler.start()
-    return Mesh(cluster, env, snapshot(env), sampler)
+    return Mesh(workspace, snapshot(workspace.env), sampler)
 
 
 def up_killed_at(mesh: Mesh, point: str, stack: str = "migrated", timeout: float = 600) -> str:
     """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started) as soon as the kill
     point is observed. Returns the output so far; fails if the update ended before the point was reached."""
     api, probe = Api(mesh.env["KUBECONFIG"]), KILL_POINTS[point]
-    log = mesh.cluster.dir / f"up-{stack}-{point}.log"
+    log = mesh.workspace.cluster.dir / f"up-{stack}-{point}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
-                                cwd=REPO, env=mesh.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=mesh.workspace.dir, env=mesh.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         started = time.monotonic()
         deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:
@@ -134,34 +138,3 @@ def up_killed_at(mesh: Mesh, point: str, stack: str = "migrated", timeout: float
             os.killpg(proc.pid, signal.SIGKILL)
     raise AssertionError(f"`pulumi up --stack {stack}` ended (exit {proc.returncode}) before kill point {point!r} "
                          f"was observed:\n{log.read_text()[-4000:]}")
-
-
-def one_injector_throughout(samples: list[dict[str, Any]]) -> None:
-    counts = [c for s in samples for c in s["injectors"].values()]
-    assert counts and min(counts) == max(counts) == 1, \
-        f"injectors per profile namespace over {len(samples)} samples: min {min(counts)}, max {max(counts)}"
-
-
-def nothing_lost(mesh: Mesh) -> None:
-    after = snapshot(mesh.env)
-    assert after["crd_uids"] == mesh.before["crd_uids"], "a CRD was deleted and re-created"
-    lost = sorted(set(mesh.before["crs"]) - set(after["crs"]))
-    changed = sorted(k for k in mesh.before["crs"] if k in after["crs"] and after["crs"][k] != mesh.before["crs"][k])
-    assert not lost and not changed, f"CRs lost: {lost}; changed: {changed}"
-    assert len(set(after["roots"].values())) == 1, "more than one root of trust"
-
-
-def every_sidecar_on(mesh: Mesh, address: str) -> None:
-    verify = run([str(REPO / ".venv/bin/python"), "-m", "migration.verify", "--istiod", address,
-                  "--gateway-namespace", "kubeflow", *fixture.profile_namespaces(SIZE)], mesh.env, cwd=REPO,
-                 check=False)
-    assert verify.returncode == 0, verify.stderr
-
-
-def new_pods_get(mesh: Mesh, address: str) -> None:
-    import json
-    from migration.verify import proxy_address
-    ns = fixture.profile_namespaces(SIZE)[0]
-    pod = run(["kubectl", "-n", ns, "run", f"probe-{time.time_ns()}", "--image=x", "-o", "json"], mesh.env)
-    assert proxy_address(json.loads(pod.stdout)) == address
-    run(["kubectl", "-n", ns, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], mesh.env)

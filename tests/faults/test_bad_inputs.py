@@ -5,51 +5,25 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 
 import pytest
 import yaml
 
 from demo import fixture
 from demo.observe import kubectl_json
-from devcluster.toolchain import REPO
 from tests.faults.harness import DEFAULT_INJECTOR
-from tests.integration.conftest import fresh_cluster, run
+from tests.support import fingerprint, fresh_workspace, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)
-# Everything a migration would touch first, by kind -> name -> resourceVersion (uid for CRDs).
-WATCHED = ["namespaces", "customresourcedefinitions", "mutatingwebhookconfigurations",
-           "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings",
-           "clusterroles", "clusterrolebindings"]
-NAMESPACED = ["deployments", "services", "secrets", "configmaps", "serviceaccounts", "roles", "rolebindings"]
-
-
-def written_by_istiod(name: str) -> bool:
-    """istiod's own bookkeeping (leader elections, IP allocation), updated whenever it likes."""
-    return "leader" in name or "election" in name or name == "istio-ip-autoallocate"
-
-
-
-def fingerprint(env) -> dict[str, dict[str, str]]:
-    found = {}
-    for kind in WATCHED:
-        found[kind] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
-                       for i in kubectl_json(env, "get", kind)["items"]}
-    for kind in NAMESPACED:
-        for ns in ("kubeflow", "istio-system"):
-            found[f"{kind}/{ns}"] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
-                                     for i in kubectl_json(env, "-n", ns, "get", kind)["items"]
-                                     if not written_by_istiod(i["metadata"]["name"])}
-    return found
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    cluster, env = fresh_cluster("r3")
-    fixture.build(env, SIZE)
-    run(["pulumi", "stack", "init", "migrated", "--non-interactive"], env, cwd=REPO)
-    yield cluster, env
-    cluster.down(purge=True)
+    workspace = fresh_workspace("r3")
+    fixture.build(workspace.env, SIZE)
+    workspace.init("migrated")
+    yield workspace
+    workspace.cluster.down(purge=True)
 
 
 def stray_injector(env):
@@ -93,6 +67,10 @@ CASES = [
     ("parallelism zero", {"rolloutParallelism": "0"}, None, "rolloutParallelism = '0': must be a positive"),
     ("namespace not DNS-1123", {"targetNamespace": "Istio_System"}, None, "must be a DNS-1123 label"),
     ("topology missing", {"topology": None}, None, "kf-istio-migrate:topology = None: is required"),
+    ("context that does not exist", {"kubernetes:context": "no-such-context"}, None,
+     "kubernetes:context = 'no-such-context' is not a context in kubernetes:kubeconfig"),
+    ("kubeconfig that does not exist", {"kubernetes:kubeconfig": "/nonexistent/kubeconfig"}, None,
+     "kubernetes:kubeconfig = '/nonexistent/kubeconfig': no such file"),
     ("source namespace absent", {"sourceNamespace": "kubeflow-typo", "gatewayNamespace": "kubeflow-typo"}, None,
      "source namespace kubeflow-typo does not exist"),
     ("second injector", {}, stray_injector, "already matched by several injectors"),
@@ -104,13 +82,14 @@ CASES = [
 
 @pytest.mark.parametrize("case,overrides,setup,message", CASES, ids=[c[0] for c in CASES])
 def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
-    cluster, env = mesh
-    config = yaml.safe_load((REPO / "Pulumi.migrated.yaml").read_text())
+    workspace, env = mesh, mesh.env
+    config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
     for key, value in overrides.items():
-        config["config"].pop(f"kf-istio-migrate:{key}", None)
+        key = key if ":" in key else f"kf-istio-migrate:{key}"
+        config["config"].pop(key, None)
         if value is not None:
-            config["config"][f"kf-istio-migrate:{key}"] = value
-    config_file = cluster.dir / f"Pulumi.migrated.{case.replace(' ', '-')}.yaml"
+            config["config"][key] = value
+    config_file = workspace.cluster.dir / f"Pulumi.migrated.{case.replace(' ', '-')}.yaml"
     config_file.write_text(yaml.safe_dump(config))
     undo = []
     if setup:
@@ -123,9 +102,8 @@ def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
                                                                            "items": change}))
     try:
         before = fingerprint(env)
-        refused = subprocess.run(["pulumi", "up", "--stack", "migrated", "--config-file", str(config_file), "--yes",
-                                  "--skip-preview", "--non-interactive"], cwd=REPO, env=env, capture_output=True,
-                                 text=True, timeout=600)
+        refused = workspace.pulumi("up", "--stack", "migrated", "--config-file", str(config_file), "--yes",
+                                   "--skip-preview", check=False, timeout=600)
         output = refused.stdout + refused.stderr
         assert refused.returncode != 0, f"{case}: not refused\n{output[-3000:]}"
         assert message in output, f"{case}: refused without naming the problem ({message!r}):\n{output[-3000:]}"
@@ -141,3 +119,19 @@ def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
                 ns = obj["metadata"].get("namespace")
                 run(["kubectl", "delete", obj["kind"], obj["metadata"]["name"], "--wait=true",
                      *(["-n", ns] if ns else [])], env)
+
+
+def test_an_empty_passphrase_is_refused_for_a_stack_that_would_hold_the_ca_key(mesh):
+    """A migrated stack created with an empty passphrase would store istiod's CA private key readable by anyone
+    with its state: refused before anything changes."""
+    workspace = mesh
+    weak = dict(workspace.env, PULUMI_CONFIG_PASSPHRASE="")
+    weak.pop("PULUMI_CONFIG_PASSPHRASE_FILE")
+    (workspace.dir / "Pulumi.migrated-weak.yaml").write_text((workspace.dir / "Pulumi.migrated.yaml").read_text()
+                                                              .replace("encryptionsalt", "#encryptionsalt"))
+    workspace.pulumi("stack", "init", "migrated-weak", env=weak)
+    before = fingerprint(workspace.env)
+    refused = workspace.pulumi("up", "--stack", "migrated-weak", "--yes", "--skip-preview", env=weak, check=False)
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "empty passphrase" in output, output[-3000:]
+    assert fingerprint(workspace.env) == before

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from demo.observe import kubectl_json, snapshot
-from tests.faults.harness import DEFAULT_INJECTOR, NEW, legacy_mesh, new_pods_get, nothing_lost
-from devcluster.toolchain import REPO
-from tests.integration.conftest import run
+from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
+from tests.support import new_pods_get, nothing_lost, run
 
 DENIED = "kf-istio-migrate protects"
 # attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
@@ -31,8 +30,7 @@ ATTEMPTS = {
 @pytest.fixture(scope="module")
 def migrated():
     mesh = legacy_mesh("r2")
-    mesh.pulumi("stack", "init", "migrated")
-    mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
+    mesh.workspace.up("migrated")
     yield mesh
     mesh.close()
 
@@ -43,7 +41,7 @@ def test_denied(migrated, attempt):
     argv, refusal = ATTEMPTS[attempt]
     argv = argv or ["kubectl", "delete", "crd", *sorted(snapshot(env)["crd_uids"])]
     before = snapshot(env)
-    result = run(argv, env, cwd=REPO, check=False, timeout=300)
+    result = run(argv, env, cwd=migrated.workspace.dir, check=False, timeout=300)
     if refusal:
         output = result.stdout + result.stderr
         assert result.returncode != 0 and refusal in output, output[-3000:]
@@ -52,9 +50,10 @@ def test_denied(migrated, attempt):
     assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"].get(
         "deletionTimestamp") is None
     assert kubectl_json(env, "get", "namespace", "istio-system")["status"]["phase"] == "Active"
-    new_pods_get(migrated, NEW)  # at once: no attempt leaves even a moment without a serving istiod
+    new_pods_get(env, PROFILES[0], NEW)  # at once: no attempt leaves even a moment without a serving istiod
 
 
 def test_after_every_attempt_nothing_lost_and_injection_works(migrated):
-    nothing_lost(migrated)
-    new_pods_get(migrated, NEW)
+    """Whatever the attempts ran before (any order, or none): nothing lost since the migrated mesh was built."""
+    nothing_lost(migrated.env, migrated.before)
+    new_pods_get(migrated.env, PROFILES[0], NEW)

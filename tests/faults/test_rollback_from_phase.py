@@ -4,21 +4,19 @@ legacy mesh again, one injector at every sample, nothing lost, nothing of the mi
 from __future__ import annotations
 
 from demo.observe import kubectl_json
-from tests.faults.harness import (DEFAULT_INJECTOR, OLD, every_sidecar_on, legacy_mesh, new_pods_get, nothing_lost,
-                                  one_injector_throughout, up_killed_at)
-from tests.integration.conftest import run
+from tests.faults.harness import DEFAULT_INJECTOR, OLD, PROFILES, legacy_mesh, up_killed_at
+from tests.support import every_sidecar_on, new_pods_get, nothing_lost, one_injector_throughout, run
 
 
 def test_rollback_from(rollback_point):
     mesh = legacy_mesh(f"r4-{rollback_point[:10]}")
     try:
-        mesh.pulumi("stack", "init", "migrated")
+        mesh.workspace.init("migrated")
         up_killed_at(mesh, rollback_point)
         mesh.pulumi("cancel", "--stack", "migrated", "--yes")
-        mesh.pulumi("stack", "init", "legacy")
-        mesh.pulumi("up", "--stack", "legacy", "--yes", "--skip-preview")
+        mesh.workspace.up("legacy")
         one_injector_throughout(mesh.sampler.stop())
-        nothing_lost(mesh)
+        nothing_lost(mesh.env, mesh.before)
         injector = kubectl_json(mesh.env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)
         assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
                 for h in injector["webhooks"]} == {("kubeflow", "istiod")}
@@ -27,7 +25,7 @@ def test_rollback_from(rollback_point):
         assert left == ["kubeflow/istiod"], f"istiod Deployments after the rollback: {left}"
         run(["kubectl", "-n", "kubeflow", "wait", "deploy/istiod", "--for=condition=Available", "--timeout=60s"],
             mesh.env)
-        every_sidecar_on(mesh, OLD)
-        new_pods_get(mesh, OLD)
+        every_sidecar_on(mesh.workspace, OLD, PROFILES)
+        new_pods_get(mesh.env, PROFILES[0], OLD)
     finally:
         mesh.close()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from devcluster.cluster import Cluster, ClusterError
-from tests.integration.conftest import poll
+from tests.support import poll
 
 DEPLOYMENT = """
 apiVersion: v1

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from devcluster import toolchain
-from tests.integration.conftest import run
+from tests.support import run
 
 PROGRAM = pathlib.Path(__file__).parent / "engine_smoke" / "__main__.py"
 
@@ -21,7 +21,7 @@ def project(tmp_path, cluster):
         "name: engine-smoke\nruntime:\n  name: python\n  options:\n"
         f"    virtualenv: {toolchain.REPO / '.venv'}\n")
     shutil.copy(PROGRAM, tmp_path / "__main__.py")
-    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": ""}
+    env = cluster.env() | {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_HOME": str(tmp_path / "home")}
     (tmp_path / "state").mkdir()
     run(["pulumi", "stack", "init", "smoke"], env, cwd=tmp_path)
     return tmp_path, env

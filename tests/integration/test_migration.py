@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from demo import fixture
-from demo.observe import InjectorSampler, kubectl_json, snapshot
 from demo.migrate import migrate_and_verify
-from devcluster.toolchain import REPO
-from tests.integration.conftest import fresh_cluster, run
+from demo.observe import kubectl_json, snapshot
+from tests.support import fresh_workspace, nothing_lost, run
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
+PROFILES = fixture.profile_namespaces(SIZE)
 CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
           "istio-ca-root-cert identical in every namespace", "new istiod Available",
           "injectors per profile namespace, every sample", "default validator targets a live Service",
@@ -19,91 +18,77 @@ CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)
           "second `pulumi preview` shows no changes"]
 
 
-def migrated_cluster(name: str, build):
-    """A fresh cluster with a legacy mesh made by build(env, SIZE), migrated by `pulumi up --stack migrated` while
-    a sampler watches the injectors; returns (cluster, env, verification rows, samples)."""
-    cluster, env = fresh_cluster(name)
-    build(env, SIZE)
-    results, samples, _ = migrate_and_verify(cluster, env, SIZE)
-    rows = {row: (observed, ok) for row, observed, ok in results}
-    return cluster, env, rows, samples
+def migrated_mesh(name: str, build):
+    """A fresh cluster with a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack migrated`
+    while a sampler watches the injectors; returns (workspace, migration)."""
+    workspace = fresh_workspace(name)
+    build(workspace, SIZE)
+    return workspace, migrate_and_verify(workspace, PROFILES)
 
 
 @pytest.fixture(scope="module")
 def migration():
     """From the charm's own install (istioctl install with its flags)."""
-    cluster, env, rows, samples = migrated_cluster("mig", fixture.build)
-    yield {"env": env, "rows": rows, "samples": samples}
-    cluster.down(purge=True)
+    workspace, result = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size))
+    yield workspace, result
+    workspace.cluster.down(purge=True)
 
 
 @pytest.mark.parametrize("check", CHECKS)
 def test_migration(migration, check):
-    observed, ok = migration["rows"][check]
+    rows = {row: (observed, ok) for row, observed, ok in migration[1].rows}
+    observed, ok = rows[check]
     assert ok, f"{check}: {observed}"
 
 
 def test_sampler_ran_at_least_twice_a_second(migration):
-    samples = migration["samples"]
+    samples = migration[1].samples
     span = samples[-1]["t"] - samples[0]["t"]
     assert len(samples) >= 2 * span, f"{len(samples)} samples over {span:.0f}s"
 
 
 def test_every_rollout_started_after_the_new_istiod_was_available(migration):
-    env = migration["env"]
+    env = migration[0].env
     istiod = kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")
     available = next(c["lastTransitionTime"] for c in istiod["status"]["conditions"] if c["type"] == "Available")
-    for ns in fixture.profile_namespaces(SIZE):
+    for ns in PROFILES:
         for rs in kubectl_json(env, "-n", ns, "get", "replicasets")["items"]:
             if rs["spec"].get("replicas"):  # the current ReplicaSet of each Deployment
                 assert rs["metadata"]["creationTimestamp"] >= available, (ns, rs["metadata"]["name"])
 
 
+def test_the_ca_key_is_not_readable_from_the_state(migration):
+    """The copied CA Secret's private key is in the state only encrypted with the cluster's generated passphrase."""
+    workspace = migration[0]
+    key = kubectl_json(workspace.env, "-n", "istio-system", "get", "secret", "istio-ca-secret")["data"]["ca-key.pem"]
+    assert key not in workspace.state_file("migrated").read_text()
+    wrong = dict(workspace.env, PULUMI_CONFIG_PASSPHRASE="not-the-passphrase")
+    wrong.pop("PULUMI_CONFIG_PASSPHRASE_FILE")
+    exported = workspace.pulumi("stack", "export", "--stack", "migrated", "--show-secrets", env=wrong, check=False)
+    assert exported.returncode != 0 and key not in exported.stdout
+    assert key in workspace.pulumi("stack", "export", "--stack", "migrated", "--show-secrets").stdout
+
+
 def test_guard_denies_deleting_a_crd(migration):
-    env = migration["env"]
+    env = migration[0].env
     denied = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
     assert denied.returncode != 0 and "kf-istio-migrate protects" in denied.stderr
     assert run(["kubectl", "get", "crd", "virtualservices.networking.istio.io"], env).returncode == 0
 
 
-def test_old_charm_purge_loses_nothing(migration):
-    """The istio-pilot charm's remove hook: `istioctl uninstall --purge -y`. It must not cost a CR or the mesh."""
-    env = migration["env"]
-    before = snapshot(env)
+def old_charm_purge(env: dict[str, str]) -> None:
+    """The istio-pilot charm's remove hook: `istioctl uninstall --purge -y` (the guard makes its deletes fail)."""
     run(["istioctl", "uninstall", "--purge", "-y"], env, check=False, timeout=300)
-    after = snapshot(env)
-    assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
     run(["kubectl", "-n", "istio-system", "wait", "deploy/istiod-kf-1-30", "--for=condition=Available",
          "--timeout=30s"], env)
-    injected = run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "run", "after-purge", "--image=x",
-                    "-o", "jsonpath={.spec.containers[*].name}"], env)
-    assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
 
 
-def test_rollback_to_legacy_after_teardown_and_purge(migration):
-    """`pulumi stack select legacy && pulumi up` after the migration finished (old plane torn down, and the old
-    charm's purge attempted): a working legacy mesh again, one injector at every sample, nothing lost."""
-    env = migration["env"]
-    # A bare pod is nobody's rollout to restart (the runbook says to restart such pods by hand).
-    run(["kubectl", "-n", fixture.profile_namespaces(SIZE)[0], "delete", "pod", "after-purge", "--wait=false"], env)
+def test_old_charm_purge_loses_nothing(migration):
+    env = migration[0].env
     before = snapshot(env)
-    run(["pulumi", "stack", "init", "legacy"], env, cwd=REPO)
-    sampler = InjectorSampler(env["KUBECONFIG"], fixture.profile_namespaces(SIZE))
-    sampler.start()
-    run(["pulumi", "up", "--stack", "legacy", "--yes", "--skip-preview", "--non-interactive"], env, cwd=REPO)
-    samples = sampler.stop()
-    counts = [c for s in samples for c in s["injectors"].values()]
-    assert counts and min(counts) == max(counts) == 1, f"injectors per namespace over {len(samples)} samples"
-    after = snapshot(env)
-    assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
-    assert len(set(after["roots"].values())) == 1
-    gone = run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
-    assert "istiod-kf-1-30" not in gone
-    ns = fixture.profile_namespaces(SIZE)[0]
-    pod = run(["kubectl", "-n", ns, "run", "after-rollback", "--image=x", "-o", "json"], env)
-    import json
-    from migration.verify import proxy_address
-    assert proxy_address(json.loads(pod.stdout)) == "istiod.kubeflow.svc:15012"
-    verify = run([".venv/bin/python", "-m", "migration.verify", "--istiod", "istiod.kubeflow.svc:15012",
-                  "--gateway-namespace", "kubeflow", *fixture.profile_namespaces(SIZE)], env, cwd=REPO, check=False)
-    assert verify.returncode == 0, verify.stderr
+    old_charm_purge(env)
+    nothing_lost(env, before)
+    injected = run(["kubectl", "-n", PROFILES[0], "run", "after-purge", "--image=x",
+                    "-o", "jsonpath={.spec.containers[*].name}"], env)
+    run(["kubectl", "-n", PROFILES[0], "delete", "pod", "after-purge", "--wait=false"], env)
+    assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import poll, run
+from tests.support import poll, run
 
 CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
                  "--set", "values.global.istioNamespace=kubeflow"]
@@ -94,10 +94,12 @@ def test_validation_is_real(istio, kubectl):
 def test_deleting_istiod_stops_it_and_pod_creation_fails(istio, cluster, kubectl):
     """The failure mode the migration must never cause: an injector pointing at an istiod that is gone."""
     kubectl("-n", "kubeflow", "delete", "deployment", "istiod", "--wait=true")
-    poll(lambda: not pods(kubectl, "kubeflow", "app=istiod"), 60, "the istiod pod to go")
-    poll(lambda: "stopped istiod" in (cluster.logs / "istiod-runner.log").read_text(), 30,
-         "the runner to stop the istiod process")
-    failed = kubectl("-n", "profile-a", "run", "after", "--image=nginx", check=False)
-    assert failed.returncode != 0
-    assert "failed calling webhook" in failed.stderr and "sidecar-injector.istio.io" in failed.stderr
-    run(CHARM_INSTALL, cluster.env(), timeout=600)  # leave a working mesh for later tests
+    try:
+        poll(lambda: not pods(kubectl, "kubeflow", "app=istiod"), 60, "the istiod pod to go")
+        poll(lambda: "stopped istiod" in (cluster.logs / "istiod-runner.log").read_text(), 30,
+             "the runner to stop the istiod process")
+        failed = kubectl("-n", "profile-a", "run", "after", "--image=nginx", check=False)
+        assert failed.returncode != 0
+        assert "failed calling webhook" in failed.stderr and "sidecar-injector.istio.io" in failed.stderr
+    finally:
+        run(CHARM_INSTALL, cluster.env(), timeout=600)  # the module's mesh works again, whatever runs next

@@ -7,7 +7,7 @@ import re
 from demo import fixture
 from demo.observe import kubectl_json, snapshot
 from devcluster.toolchain import REPO
-from tests.integration.conftest import fresh_cluster, run
+from tests.support import fresh_workspace, run
 
 RUNBOOK = REPO / "docs" / "runbook.md"
 
@@ -30,13 +30,18 @@ def test_runbook_marks_each_step_runnable():
 
 
 def test_runbook_end_to_end(tmp_path):
-    cluster, env = fresh_cluster("runbook")
+    """The operator's way: stacks without kubernetes:* config (KUBECONFIG from the environment, resolved once per
+    run), a passphrase in the environment, commands run from the checkout. The cluster's workspace stands in for the
+    checkout: its stack files are the repository's, `.venv` links to the repository's and PYTHONPATH names it."""
+    workspace = fresh_workspace("runbook", bind_kubeconfig=False)
+    (workspace.dir / ".venv").symlink_to(REPO / ".venv")
+    cluster, env = workspace.cluster, dict(workspace.env, PYTHONPATH=str(REPO))
     try:
         env["BACKUP_DIR"] = str(tmp_path / "backup")
         fixture.build(env, fixture.FixtureSize(profiles=2, deployments=1))
         before = snapshot(env)
         for heading, script in runnable_blocks():
-            result = run(["bash", "-euc", script], env, cwd=REPO, check=False)
+            result = run(["bash", "-euc", script], env, cwd=workspace.dir, check=False)
             assert result.returncode == 0, f"runbook step '{heading}' failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
             if heading.startswith("5."):
                 assert "kf-istio-migrate protects" in result.stdout

@@ -1,0 +1,80 @@
+"""One Pulumi driver for the demo, the bench and the tests: a project directory beside an embedded cluster.
+
+Its Pulumi.yaml runs this repository's program (`main`), and its stack files are copies of the repository's with the
+cluster's kubeconfig named in stack config, so stacks, salts and state of one cluster never touch the repository's
+files or another cluster's. Operators run the same program from the repository itself (docs/runbook.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+import yaml
+
+from devcluster.cluster import Cluster
+from devcluster.toolchain import REPO
+
+STACKS = ("legacy", "migrated")
+
+
+class PulumiFailed(RuntimeError):
+    """A pulumi command exited non-zero; the message holds the command and the end of its output."""
+
+
+class Workspace:
+    def __init__(self, cluster: Cluster, name: str = "project"):
+        self.cluster = cluster
+        self.dir = cluster.dir / name
+        self.env = cluster.env()
+
+    def create(self, bind_kubeconfig: bool = True, **config: Any) -> "Workspace":
+        """Write Pulumi.yaml and the stack files; bind_kubeconfig names the cluster's kubeconfig in each stack's
+        config (kubernetes:kubeconfig), else the program falls back to KUBECONFIG from the environment. config
+        holds kf-istio-migrate:* overrides for every stack."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.cluster.dir / "pulumi").mkdir(exist_ok=True)
+        project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+        project["main"] = os.path.relpath(REPO, self.dir)
+        project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
+        (self.dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+        for stack in STACKS:
+            settings = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+            if bind_kubeconfig:
+                settings["config"]["kubernetes:kubeconfig"] = str(self.cluster.kubeconfig)
+            settings["config"].update({f"kf-istio-migrate:{k}": str(v) for k, v in config.items()})
+            (self.dir / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+        return self
+
+    def set_config(self, stack: str, key: str, value: str) -> None:
+        """Set one config key (fully qualified, e.g. kubernetes:context) in stack's file."""
+        path = self.dir / f"Pulumi.{stack}.yaml"
+        settings = yaml.safe_load(path.read_text())
+        settings["config"][key] = value
+        path.write_text(yaml.safe_dump(settings, sort_keys=False))
+
+    def pulumi(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
+               timeout: float = 1800) -> subprocess.CompletedProcess:
+        """Run `pulumi ARGS --non-interactive` in this workspace; raises PulumiFailed when check and it fails."""
+        proc = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=self.dir, env=env or self.env,
+                              capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise PulumiFailed(f"pulumi {' '.join(args)} failed (exit {proc.returncode}):\n"
+                               f"{proc.stdout[-8000:]}\n{proc.stderr[-4000:]}")
+        return proc
+
+    def init(self, stack: str) -> None:
+        """`pulumi stack init` unless the stack exists."""
+        if self.pulumi("stack", "select", stack, check=False).returncode != 0:
+            self.pulumi("stack", "init", stack)
+
+    def up(self, stack: str, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
+        self.init(stack)
+        return self.pulumi("up", "--stack", stack, "--yes", "--skip-preview", *extra, check=check)
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        return yaml.safe_load(self.pulumi("stack", "output", "--stack", stack, "--json").stdout)
+
+    def state_file(self, stack: str):
+        """The stack's checkpoint in this cluster's file backend."""
+        return self.cluster.dir / "pulumi" / ".pulumi" / "stacks" / "kf-istio-migrate" / f"{stack}.json"

@@ -1,0 +1,134 @@
+"""What the integration and fault tiers share: the toolchain on PATH (failing with the command that builds it),
+real commands, a fresh cluster with its Pulumi workspace, and the assertions every migration or recovery must meet.
+The cluster and the Pulumi driver themselves are devcluster's (the demo and the bench use the same ones)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from demo.observe import InjectorSampler, kubectl_json, snapshot
+from devcluster import toolchain
+from devcluster.cluster import Cluster
+from devcluster.workspace import Workspace
+from migration.sidecars import proxy_address
+
+LEGACY_ISTIOD = "istiod.kubeflow.svc:15012"
+NEW_ISTIOD = "istiod-kf-1-30.istio-system.svc:15012"
+
+
+def require_toolchain() -> None:
+    """Put the pinned toolchain first on PATH, or fail naming `make setup` (never skip)."""
+    try:
+        os.environ["PATH"] = os.pathsep.join([str(toolchain.bin_dir()), str(toolchain.VENV_BIN), os.environ["PATH"]])
+    except toolchain.ToolchainMissing as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def run(argv: list[str], env: dict[str, str], *, cwd=None, check: bool = True, input: str | None = None,
+        timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run a real command; on failure, fail the test with its output."""
+    proc = subprocess.run(argv, env=env, cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, argv))} exited {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}"
+                    f"\n--- stderr\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def poll(condition, timeout: float, what: str):
+    """condition's first truthy result within timeout seconds; fails the test naming what it waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def fresh_workspace(name: str, **config: Any) -> Workspace:
+    """A new embedded cluster named <name>-<pid> and its Pulumi workspace (stacks bound to its kubeconfig). The
+    caller purges it (workspace.cluster.down(purge=True))."""
+    return Workspace(Cluster.fresh(f"{name}-{os.getpid()}")).create(**config)
+
+
+def one_injector_throughout(samples: list[dict[str, Any]]) -> None:
+    counts = [c for s in samples for c in s["injectors"].values()]
+    assert counts and min(counts) == max(counts) == 1, \
+        f"injectors per profile namespace over {len(samples)} samples: min {min(counts, default=0)}, " \
+        f"max {max(counts, default=0)}"
+
+
+def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:
+    """CRD UIDs unchanged, no CR lost or changed, one root of trust."""
+    after = snapshot(env)
+    assert after["crd_uids"] == before["crd_uids"], "a CRD was deleted and re-created"
+    lost = sorted(set(before["crs"]) - set(after["crs"]))
+    changed = sorted(k for k in before["crs"] if k in after["crs"] and after["crs"][k] != before["crs"][k])
+    assert not lost and not changed, f"CRs lost: {lost}; changed: {changed}"
+    assert len(set(after["roots"].values())) == 1, "more than one root of trust"
+
+
+def every_sidecar_on(workspace: Workspace, address: str, namespaces: list[str]) -> None:
+    """live.verify (what the migration runs) passes for address on exactly this workspace's cluster."""
+    cluster = workspace.cluster
+    verify = run([str(toolchain.VENV_BIN / "python"), "-m", "live.verify", "--kubeconfig", str(cluster.kubeconfig),
+                  "--context", f"kfistio-{cluster.name}", "--istiod", address, "--gateway-namespace", "kubeflow",
+                  *namespaces], workspace.env, cwd=toolchain.REPO, check=False)
+    assert verify.returncode == 0, verify.stderr
+
+
+def new_pods_get(env: dict[str, str], namespace: str, address: str) -> None:
+    """A pod created now in namespace is injected with a sidecar on address."""
+    pod = run(["kubectl", "-n", namespace, "run", f"probe-{time.time_ns()}", "--image=x", "-o", "json"], env)
+    assert proxy_address(json.loads(pod.stdout)) == address
+    run(["kubectl", "-n", namespace, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], env)
+
+
+def roll_back_and_check(workspace: Workspace, profiles: list[str]) -> None:
+    """`pulumi up --stack legacy` with the injector sampler running, then: one injector at every sample, nothing
+    lost, no migrated istiod left, every sidecar and a new pod on the legacy istiod."""
+    env = workspace.env
+    before = snapshot(env)
+    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
+    sampler.start()
+    try:
+        workspace.up("legacy")
+    finally:
+        samples = sampler.stop()
+    one_injector_throughout(samples)
+    nothing_lost(env, before)
+    assert "istiod-kf-1-30" not in run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
+    new_pods_get(env, profiles[-1], LEGACY_ISTIOD)
+    every_sidecar_on(workspace, LEGACY_ISTIOD, profiles)
+
+
+# Everything a migration would touch first, by kind -> name -> resourceVersion (uid for CRDs).
+WATCHED = ["namespaces", "customresourcedefinitions", "mutatingwebhookconfigurations",
+           "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings",
+           "clusterroles", "clusterrolebindings"]
+NAMESPACED = ["deployments", "services", "secrets", "configmaps", "serviceaccounts", "roles", "rolebindings"]
+
+
+def _written_by_istiod(name: str) -> bool:
+    """istiod's own bookkeeping (leader elections, IP allocation), updated whenever it likes."""
+    return "leader" in name or "election" in name or name == "istio-ip-autoallocate"
+
+
+def fingerprint(env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """kind -> name -> resourceVersion of everything a migration would touch first: equal fingerprints mean the
+    cluster was not changed."""
+    found = {}
+    for kind in WATCHED:
+        found[kind] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
+                       for i in kubectl_json(env, "get", kind)["items"]}
+    for kind in NAMESPACED:
+        for ns in ("kubeflow", "istio-system"):
+            found[f"{kind}/{ns}"] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
+                                     for i in kubectl_json(env, "-n", ns, "get", kind)["items"]
+                                     if not _written_by_istiod(i["metadata"]["name"])}
+    return found
