@@ -29,8 +29,10 @@ toolchain:
 demo: setup
 	$(PY) -m demo
 
+# Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
+# mostly wait on their embedded clusters, so two run side by side on 2 cores (measured in README).
 test: setup go-test
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n 2 --dist loadfile --durations=12
 
 # Our own Go programs (the Command provider and the language host); the other tools/go modules only wrap upstream.
 go-test:

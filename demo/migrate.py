@@ -23,19 +23,22 @@ class Migration:
     """The migrated stack's outputs."""
 
 
-def migrate_and_verify(workspace: Workspace, profiles: list[str]) -> Migration:
-    """Migrate the legacy mesh on workspace's cluster; raises devcluster.workspace.PulumiFailed if `up` fails."""
+def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[str, str] | None = None) -> Migration:
+    """Migrate the legacy mesh on workspace's cluster, running pulumi with the environment shell (default: the
+    workspace's; the tests point its KUBECONFIG at another cluster); raises devcluster.workspace.PulumiFailed if
+    `up` fails. Observations read the workspace's cluster."""
     env = workspace.env
     before = snapshot(env)
-    workspace.init("migrated")
+    workspace.init("migrated", env=shell)
     sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
     sampler.start()
     started = time.monotonic()
     try:
-        workspace.up("migrated")
+        workspace.up("migrated", env=shell)
     finally:
         samples = sampler.stop()
     seconds = time.monotonic() - started
-    clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False).returncode == 0
+    clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
+                             env=shell).returncode == 0
     outputs = workspace.outputs("migrated")
     return Migration(checks(env, outputs, before, snapshot(env), samples, clean, profiles), samples, seconds, outputs)

@@ -63,14 +63,15 @@ class Workspace:
                                f"{proc.stdout[-8000:]}\n{proc.stderr[-4000:]}")
         return proc
 
-    def init(self, stack: str) -> None:
+    def init(self, stack: str, env: dict[str, str] | None = None) -> None:
         """`pulumi stack init` unless the stack exists."""
-        if self.pulumi("stack", "select", stack, check=False).returncode != 0:
-            self.pulumi("stack", "init", stack)
+        if self.pulumi("stack", "select", stack, check=False, env=env).returncode != 0:
+            self.pulumi("stack", "init", stack, env=env)
 
-    def up(self, stack: str, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
-        self.init(stack)
-        return self.pulumi("up", "--stack", stack, "--yes", "--skip-preview", *extra, check=check)
+    def up(self, stack: str, *extra: str, check: bool = True,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        self.init(stack, env=env)
+        return self.pulumi("up", "--stack", stack, "--yes", "--skip-preview", *extra, check=check, env=env)
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return yaml.safe_load(self.pulumi("stack", "output", "--stack", stack, "--json").stdout)

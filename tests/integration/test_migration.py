@@ -1,13 +1,22 @@
-"""legacy (the charm's istioctl install) -> migrated with the real engine, real apiserver and real istiods."""
+"""legacy (the charm's istioctl install) -> migrated with the real engine, real apiserver and real istiods.
+
+The stack's config names cluster A; every pulumi command runs with the shell's KUBECONFIG on another cluster, B
+(empty: a step that read or acted on B would fail or change it). So the migration's checks are also the proof of
+one cluster identity: preview, up and the rollback preview act on A only, B is unchanged by resourceVersion."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from demo import fixture
 from demo.migrate import migrate_and_verify
+import yaml
+
 from demo.observe import kubectl_json, snapshot
-from tests.support import fresh_workspace, nothing_lost, run
+from devcluster.cluster import Cluster
+from tests.support import fingerprint, fresh_workspace, nothing_lost, run
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -18,20 +27,35 @@ CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)
           "second `pulumi preview` shows no changes"]
 
 
-def migrated_mesh(name: str, build):
+def migrated_mesh(name: str, build, shell_cluster: Cluster | None = None):
     """A fresh cluster with a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack migrated`
-    while a sampler watches the injectors; returns (workspace, migration)."""
+    (with the shell's KUBECONFIG on shell_cluster, if given) while a sampler watches the injectors; returns
+    (workspace, migration)."""
     workspace = fresh_workspace(name)
     build(workspace, SIZE)
-    return workspace, migrate_and_verify(workspace, PROFILES)
+    shell = shell_on(workspace, shell_cluster) if shell_cluster else None
+    return workspace, migrate_and_verify(workspace, PROFILES, shell)
 
 
 @pytest.fixture(scope="module")
-def migration():
-    """From the charm's own install (istioctl install with its flags)."""
-    workspace, result = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size))
+def other_cluster():
+    """Cluster B, where the shell points; no stack names it."""
+    cluster = Cluster.fresh(f"mig-b-{os.getpid()}")
+    yield cluster, fingerprint(cluster.env())
+    cluster.down(purge=True)
+
+
+@pytest.fixture(scope="module")
+def migration(other_cluster):
+    """From the charm's own install (istioctl install with its flags), with the shell on cluster B."""
+    workspace, result = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
     yield workspace, result
     workspace.cluster.down(purge=True)
+
+
+def shell_on(workspace, cluster) -> dict[str, str]:
+    """workspace's pulumi environment (backend, passphrase) with the shell's KUBECONFIG on cluster."""
+    return dict(workspace.env, KUBECONFIG=str(cluster.kubeconfig))
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -92,3 +116,44 @@ def test_old_charm_purge_loses_nothing(migration):
                     "-o", "jsonpath={.spec.containers[*].name}"], env)
     run(["kubectl", "-n", PROFILES[0], "delete", "pod", "after-purge", "--wait=false"], env)
     assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
+
+
+def test_the_shells_cluster_is_untouched_and_the_outputs_name_the_stacks(migration, other_cluster):
+    workspace, result = migration
+    b, b_before = other_cluster
+    a_server = yaml.safe_load(workspace.cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    assert (result.outputs["cluster"], result.outputs["context"]) == (a_server, f"kfistio-{workspace.cluster.name}")
+    assert fingerprint(b.env()) == b_before, "cluster B changed although no stack names it"
+
+
+def test_the_rollback_preview_reads_the_stacks_cluster(migration, other_cluster):
+    """The legacy stack's preview, shell on B: it plans the way back from A's migrated mesh (B has no mesh)."""
+    workspace, _ = migration
+    b, b_before = other_cluster
+    workspace.init("legacy", env=shell_on(workspace, b))
+    preview = workspace.pulumi("preview", "--stack", "legacy", env=shell_on(workspace, b))
+    assert "rollingBack" in preview.stdout and "true" in preview.stdout.split("rollingBack", 1)[1][:40], \
+        preview.stdout[-3000:]
+    assert fingerprint(b.env()) == b_before
+
+
+def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster, tmp_path):
+    """One kubeconfig holding both clusters, current-context B; the stack names only A's context. A context that
+    does not exist is refused, naming it."""
+    workspace, _ = migration
+    b, b_before = other_cluster
+    merged = tmp_path / "both.kubeconfig"
+    merged.write_text(run(["kubectl", "config", "view", "--flatten"], dict(
+        workspace.env, KUBECONFIG=f"{b.kubeconfig}:{workspace.cluster.kubeconfig}")).stdout)
+    config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
+    config["config"]["kubernetes:kubeconfig"] = str(merged)
+    config["config"]["kubernetes:context"] = f"kfistio-{workspace.cluster.name}"
+    config_file = tmp_path / "Pulumi.migrated.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    workspace.pulumi("preview", "--stack", "migrated", "--config-file", str(config_file), "--expect-no-changes",
+                     env=shell_on(workspace, b))
+    config["config"]["kubernetes:context"] = "kfistio-nowhere"
+    config_file.write_text(yaml.safe_dump(config))
+    refused = workspace.pulumi("preview", "--stack", "migrated", "--config-file", str(config_file), check=False)
+    assert refused.returncode != 0 and "kubernetes:context = 'kfistio-nowhere' is not a context" in refused.stdout
+    assert fingerprint(b.env()) == b_before
