@@ -45,8 +45,8 @@ def main() -> int:
     print("[4/4] verification", flush=True)
     print_table(migration.rows)
     print(f"migration wall time: {migration.seconds:.0f}s (measured, not a check)")
-    print(f"inspect: cd {workspace.dir} && eval \"$({REPO}/.venv/bin/python -m devcluster env --name "
-          f"{args.cluster})\" && pulumi stack output --stack migrated")
+    print(f"inspect: eval \"$(cd {REPO} && .venv/bin/python -m devcluster env --name {args.cluster})\" && "
+          f"cd {workspace.dir} && pulumi stack output --stack migrated")
     return 0 if all(ok for _, _, ok in migration.rows) else 1
 
 
