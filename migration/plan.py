@@ -26,8 +26,6 @@ class PreflightRefused(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class MigrationPlan:
-    crd_metadata: dict[str, dict[str, Any]]
-    """CRD name -> live {labels, annotations} to keep when adopting."""
     ca_secret: dict[str, Any] | None
     """The CA Secret to create beside the destination istiod (same data as the origin's); None if already there."""
     default_injector: dict[str, Any]
@@ -175,7 +173,6 @@ def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardow
         (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in teardown_objects
         if o["kind"] != "CustomResourceDefinition" and o["metadata"]["name"] not in switched))
     return MigrationPlan(
-        crd_metadata={n: {"labels": c["labels"], "annotations": c["annotations"]} for n, c in live.crds.items()},
         ca_secret=ca_secret, default_injector=injector, default_validator=validator,
         rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
         teardown=teardown)
