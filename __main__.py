@@ -40,11 +40,11 @@ def gather_and_decide() -> Decisions:
         raise pulumi.RunError(str(err)) from None
     except plan.PreflightRefused as err:
         raise pulumi.RunError(f"preflight refused: {err}") from None
-    stack_file = root / f"Pulumi.{pulumi.get_stack()}.yaml"
-    settings = yaml.safe_load(stack_file.read_text()) if stack_file.is_file() else {}
-    problem = weak_secrets(settings or {}, os.environ) if decided.holds_ca_key else None
-    if problem:
-        raise pulumi.RunError(f"preflight refused: {problem}")
+    if decided.holds_ca_key:
+        stack_file = root / f"Pulumi.{pulumi.get_stack()}.yaml"
+        settings = yaml.safe_load(stack_file.read_text()) if stack_file.is_file() else {}
+        if problem := weak_secrets(settings or {}, os.environ):
+            raise pulumi.RunError(f"preflight refused: {problem}")
     return decided
 
 

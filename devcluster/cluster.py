@@ -53,6 +53,8 @@ class Cluster:
         self.pids = self.dir / "pids"
         self.kubeconfig = self.dir / "kubeconfig"  # for host clients, through the forwarder
         self.inner_kubeconfig = self.dir / "kubeconfig.inner"  # for processes inside the namespace
+        self.context = f"kfistio-{name}"
+        """The context (and cluster) name in both kubeconfigs."""
 
     # ---- public API -----------------------------------------------------------------------------------------
     def up(self, timeout: float = 120) -> None:
@@ -181,14 +183,12 @@ class Cluster:
     def _kubeconfig_yaml(self, server: str, token: str) -> str:
         import base64
         ca = base64.b64encode((self.pki / "ca.crt").read_bytes()).decode()
-        user = f"kfistio-{self.name}-admin"
+        user = f"{self.context}-admin"
         return yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": f"kfistio-{self.name}",
-            "clusters": [{"name": f"kfistio-{self.name}",
-                          "cluster": {"server": server, "certificate-authority-data": ca}}],
+            "apiVersion": "v1", "kind": "Config", "current-context": self.context,
+            "clusters": [{"name": self.context, "cluster": {"server": server, "certificate-authority-data": ca}}],
             "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [{"name": f"kfistio-{self.name}",
-                          "context": {"cluster": f"kfistio-{self.name}", "user": user}}],
+            "contexts": [{"name": self.context, "context": {"cluster": self.context, "user": user}}],
         })
 
     # ---- components -----------------------------------------------------------------------------------------

@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubernetes import client
+from kubernetes import client, config
 
-from live.target import api_client
 from migration.sidecars import offenders
-from migration.target import KubeTarget
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,11 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gateway-namespace")
     parser.add_argument("namespaces", nargs="*")
     args = parser.parse_args(argv)
-    if args.kubeconfig and args.context:
-        api = api_client(KubeTarget(kubeconfig=args.kubeconfig, context=args.context, server=""))
-    else:
-        from kubernetes import config
-        api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
     core = client.CoreV1Api(api)
     pods = [api.sanitize_for_serialization(p) for ns in args.namespaces for p in core.list_namespaced_pod(ns).items]
     if args.gateway_namespace:

@@ -4,6 +4,7 @@ environment; the kubernetes provider, preflight, verification and every kubectl 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,13 +18,9 @@ class KubeTarget:
 
     def kubectl(self) -> str:
         """The kubectl prefix for shell scripts: the kubeconfig comes from the Command's environment."""
-        return f"kubectl --context={_quote(self.context)}"
+        return f"kubectl --context={shlex.quote(self.context)}"
 
     def environment(self) -> dict[str, str]:
         """Environment for Commands: the resolved kubeconfig and nothing from the shell that started pulumi."""
         return {"KUBECONFIG": self.kubeconfig}
 
-
-def _quote(text: str) -> str:
-    import shlex
-    return shlex.quote(text)

@@ -77,7 +77,7 @@ def every_sidecar_on(workspace: Workspace, address: str, namespaces: list[str]) 
     """live.verify (what the migration runs) passes for address on exactly this workspace's cluster."""
     cluster = workspace.cluster
     verify = run([str(toolchain.VENV_BIN / "python"), "-m", "live.verify", "--kubeconfig", str(cluster.kubeconfig),
-                  "--context", f"kfistio-{cluster.name}", "--istiod", address, "--gateway-namespace", "kubeflow",
+                  "--context", cluster.context, "--istiod", address, "--gateway-namespace", "kubeflow",
                   *namespaces], workspace.env, cwd=toolchain.REPO, check=False)
     assert verify.returncode == 0, verify.stderr
 

@@ -122,7 +122,7 @@ def test_the_shells_cluster_is_untouched_and_the_outputs_name_the_stacks(migrati
     workspace, result = migration
     b, b_before = other_cluster
     a_server = yaml.safe_load(workspace.cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    assert (result.outputs["cluster"], result.outputs["context"]) == (a_server, f"kfistio-{workspace.cluster.name}")
+    assert (result.outputs["cluster"], result.outputs["context"]) == (a_server, workspace.cluster.context)
     assert fingerprint(b.env()) == b_before, "cluster B changed although no stack names it"
 
 
@@ -147,7 +147,7 @@ def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster,
         workspace.env, KUBECONFIG=f"{b.kubeconfig}:{workspace.cluster.kubeconfig}")).stdout)
     config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
     config["config"]["kubernetes:kubeconfig"] = str(merged)
-    config["config"]["kubernetes:context"] = f"kfistio-{workspace.cluster.name}"
+    config["config"]["kubernetes:context"] = workspace.cluster.context
     config_file = tmp_path / "Pulumi.migrated.yaml"
     config_file.write_text(yaml.safe_dump(config))
     workspace.pulumi("preview", "--stack", "migrated", "--config-file", str(config_file), "--expect-no-changes",
