@@ -18,7 +18,7 @@ from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
 from components.guard import Guard
-from components.rollouts import Rollouts
+from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import discovery, target as live_target
 from migration import config, plan, render
@@ -65,9 +65,11 @@ def declare(d: Decisions) -> None:
     # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
     gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))
     if d.steps:
-        # Phase 4: restart every injected workload; 5: verify every sidecar; 6: remove the other control plane.
+        # Phase 4: restart or evict every workload in the mesh, wait for (or evict) pods no workload covers;
+        # 5: the in-use gate (no running pod left on the old plane); 6: remove the other control plane.
         rollouts = Rollouts("rollout", d.steps.rollouts, on_cluster(switch))
-        verified = Verification("verify-sidecars", d.steps.verification, on_cluster(rollouts, gateway))
+        unmanaged = UnmanagedPods("unmanaged-pods", d.steps.unmanaged, on_cluster(switch))
+        verified = Verification("verify-sidecars", d.steps.verification, on_cluster(rollouts, unmanaged, gateway))
         teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified))
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).

@@ -1,8 +1,8 @@
 """python -m bench [options]   (make bench)
 
-On fresh embedded clusters: a Kubeflow-sized legacy mesh migrated with rolloutParallelism 1, 4 and 16 (the default
+On fresh embedded clusters: a Kubeflow-sized legacy mesh (Deployments and StatefulSets) migrated with rolloutParallelism 1, 4 and 16 (the default
 rolloutStrategy=namespaces; parallelism 1 is the manual runbook's namespace-by-namespace loop, the baseline) and
-with one command per Deployment (P1), each while churn creates pods in the profile namespaces (P2); then the
+with one command per workload (P1; the table reports the median rollout per kind), each while churn creates pods in the profile namespaces (P2); then the
 `pulumi preview` time of `migrated` as the mesh grows (P3). Prints a table; writes results.json and timeline.png.
 """
 
@@ -26,9 +26,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", type=int, default=25, help="profile namespaces (default 25)")
     parser.add_argument("--deployments", type=int, default=8, help="Deployments per profile (default 8)")
+    parser.add_argument("--statefulsets", type=int, default=2, help="StatefulSets (2 replicas) per profile (default 2)")
     parser.add_argument("--parallelism", default="1,4,16", help="rolloutParallelism values (default 1,4,16)")
-    parser.add_argument("--per-deployment", default="4",
-                        help="rolloutParallelism values for rolloutStrategy=deployments ('' skips; default 4)")
+    parser.add_argument("--per-workload", default="4",
+                        help="rolloutParallelism values for rolloutStrategy=workloads ('' skips; default 4)")
     parser.add_argument("--pod-stage-ms", type=int, default=250,
                         help="simulated pod start: each kwok pod stage takes this to twice this (default 250)")
     parser.add_argument("--churn-rate", type=float, default=6.0, help="pods created per second (default 6)")
@@ -37,13 +38,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / ".state" / "bench")
     args = parser.parse_args()
 
-    size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=args.pod_stage_ms)
+    size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=args.pod_stage_ms,
+                                statefulsets=args.statefulsets, kubeflow_shape=False)
     plans = [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)})
              for p in args.parallelism.split(",") if p]
-    plans += [(f"deploy-p{p}", {"rolloutStrategy": "deployments", "rolloutParallelism": int(p)})
-              for p in args.per_deployment.split(",") if p]
+    plans += [(f"workload-p{p}", {"rolloutStrategy": "workloads", "rolloutParallelism": int(p)})
+              for p in args.per_workload.split(",") if p]
     began = time.monotonic()
-    print(f"P1/P2: {len(plans)} migrations of {size.profiles} profiles x {size.deployments} Deployments, churn "
+    print(f"P1/P2: {len(plans)} migrations of {size.profiles} profiles x ({size.deployments} Deployments + "
+          f"{size.statefulsets} StatefulSets), churn "
           f"{args.churn_rate}/s", flush=True)
     results = [runs.migration_run(label, size, overrides, args.churn_rate,
                                   log=lambda line: print(line, flush=True)) for label, overrides in plans]

@@ -1,4 +1,5 @@
-"""Pure functions from a run's recordings (Deployment events, injector samples, churn records) to its numbers."""
+"""Pure functions from a run's recordings (Deployment and StatefulSet events, injector samples, churn records) to its
+numbers."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def deleted_at(events: Iterable[dict[str, Any]], deployment: tuple[str, str] = O
 
 
 def rollout_spans(events: Iterable[dict[str, Any]], namespaces: Iterable[str]) -> dict[str, tuple[float, float]]:
-    """'namespace/name' -> (first seen restarted, first seen rolled out after that) for Deployments in namespaces
+    """'Kind namespace/name' -> (first seen restarted, first seen rolled out after that) for workloads in namespaces
     whose pod template got a new restartedAt annotation during the run."""
     namespaces = set(namespaces)
     initial: dict[str, str | None] = {}
@@ -37,7 +38,7 @@ def rollout_spans(events: Iterable[dict[str, Any]], namespaces: Iterable[str]) -
     for e in events:
         if e["namespace"] not in namespaces or e["type"] == "DELETED":
             continue
-        key = f"{e['namespace']}/{e['name']}"
+        key = f"{e.get('kind', 'Deployment')} {e['namespace']}/{e['name']}"
         initial.setdefault(key, e["restarted_at"])
         if key not in started and e["restarted_at"] != initial[key]:
             started[key] = (e["restarted_at"], e["t"])
@@ -70,8 +71,13 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
     rel = lambda t: None if t is None else round(t - started, 2)  # noqa: E731
     window = [r for r in churn if started <= r["t"] <= ended]
     counts = [c for s in samples for c in s["injectors"].values()]
+    by_kind: dict[str, list[float]] = {}
+    for key, (start, done) in spans.items():
+        by_kind.setdefault(key.split(" ", 1)[0], []).append(done - start)
     return {
         "label": label, "wall_s": round(wall, 1), "istiod_available_s": rel(available),
+        "median_rollout_by_kind_s": {kind: round(sorted(d)[len(d) // 2], 1) for kind, d in sorted(by_kind.items())},
+        "rollouts_by_kind": {kind: len(d) for kind, d in sorted(by_kind.items())},
         "slowest_rollout_s": round(max(durations), 1) if durations else None,
         "median_rollout_s": round(sorted(durations)[len(durations) // 2], 1) if durations else None,
         "rollouts": len(spans), "lower_bound_s": round(lower, 1) if lower else None,

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from migration.sidecars import proxy_address
+from migration.workloads import proxy_address
 
 OUTCOMES = ("ok", "rejected", "no sidecar", "no such istiod")
 

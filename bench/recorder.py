@@ -1,5 +1,6 @@
-"""Records, with monotonic timestamps, every change of every Deployment during a run (a watch), from which the
-analysis derives when the new istiod became Available, each rollout's start and end, and when the old istiod went."""
+"""Records, with monotonic timestamps, every change of every Deployment and StatefulSet during a run (a watch per
+kind), from which the analysis derives when the new istiod became Available, each rollout's start and end (per
+kind), and when the old istiod went."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from kubernetes import client, config, watch
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
-def deployment_event(kind: str, dep: Any) -> dict[str, Any]:
+def workload_event(event_type: str, kind: str, dep: Any) -> dict[str, Any]:
+    """One watch event of a Deployment or StatefulSet (their status fields share names)."""
     status, spec = dep.status, dep.spec
     conditions = {c.type: c.status for c in status.conditions or []}
-    return {"t": time.monotonic(), "type": kind, "namespace": dep.metadata.namespace, "name": dep.metadata.name,
+    return {"t": time.monotonic(), "type": event_type, "kind": kind, "namespace": dep.metadata.namespace,
+            "name": dep.metadata.name,
             "restarted_at": (spec.template.metadata.annotations or {}).get(RESTARTED_AT),
             "generation": dep.metadata.generation, "observed": status.observed_generation or 0,
             "replicas": spec.replicas, "status_replicas": status.replicas or 0,
@@ -23,11 +26,15 @@ def deployment_event(kind: str, dep: Any) -> dict[str, Any]:
             "available_condition": conditions.get("Available")}
 
 
-class DeploymentRecorder(threading.Thread):
-    def __init__(self, kubeconfig: str):
+class WorkloadRecorder(threading.Thread):
+    """Watches every object of kind (Deployment or StatefulSet) in the cluster."""
+
+    def __init__(self, kubeconfig: str, kind: str = "Deployment"):
         super().__init__(daemon=True)
-        config.load_kube_config(kubeconfig)
-        self.apps = client.AppsV1Api()
+        apps = client.AppsV1Api(config.new_client_from_config(config_file=kubeconfig))
+        self.kind = kind
+        self.listing = {"Deployment": apps.list_deployment_for_all_namespaces,
+                        "StatefulSet": apps.list_stateful_set_for_all_namespaces}[kind]
         self.events: list[dict[str, Any]] = []
         self._halt = threading.Event()
         self.ready = threading.Event()
@@ -36,14 +43,13 @@ class DeploymentRecorder(threading.Thread):
         version = None
         while not self._halt.is_set():
             if version is None:
-                listed = self.apps.list_deployment_for_all_namespaces()
-                self.events += [deployment_event("LISTED", d) for d in listed.items]
+                listed = self.listing()
+                self.events += [workload_event("LISTED", self.kind, d) for d in listed.items]
                 version = listed.metadata.resource_version
                 self.ready.set()
             try:  # short server-side timeouts let stop() end the thread promptly; the watch resumes where it was
-                for event in watch.Watch().stream(self.apps.list_deployment_for_all_namespaces, timeout_seconds=2,
-                                                  resource_version=version):
-                    self.events.append(deployment_event(event["type"], event["object"]))
+                for event in watch.Watch().stream(self.listing, timeout_seconds=2, resource_version=version):
+                    self.events.append(workload_event(event["type"], self.kind, event["object"]))
                     version = event["object"].metadata.resource_version
             except client.ApiException as err:
                 if err.status != 410:

@@ -17,6 +17,11 @@ def table(report: dict[str, Any]) -> str:
             ("rollouts observed", "rollouts")]
     for title, key in rows:
         lines.append(f"{title:<38}" + "".join(f"{str(r[key]):>12}" for r in runs))
+    for kind in sorted({k for r in runs for k in r.get("median_rollout_by_kind_s", {})}):
+        lines.append(f"{'median rollout, ' + kind:<38}"
+                     + "".join(f"{str(r['median_rollout_by_kind_s'].get(kind)):>12}" for r in runs))
+        lines.append(f"{'rollouts observed, ' + kind:<38}"
+                     + "".join(f"{str(r['rollouts_by_kind'].get(kind)):>12}" for r in runs))
     naive = next((r for r in runs if r["config"] == NAIVE), None)
     if naive:
         lines.append(f"{'speed-up vs p1 (namespace by namespace)':<38}"

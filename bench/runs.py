@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.analysis import summarize_run
 from bench.churn import ChurnGenerator
-from bench.recorder import DeploymentRecorder
+from bench.recorder import WorkloadRecorder
 from demo import fixture
 from demo.observe import InjectorSampler
 from devcluster.cluster import Cluster
@@ -28,10 +28,10 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         log(f"  [{label}] fixture ({size.profiles}x{size.deployments}) built in {time.monotonic() - started:.0f}s")
         workspace.init("migrated")
         namespaces = fixture.profile_namespaces(size)
-        recorder = DeploymentRecorder(str(cluster.kubeconfig))
+        recorders = [WorkloadRecorder(str(cluster.kubeconfig), kind) for kind in ("Deployment", "StatefulSet")]
         sampler = InjectorSampler(str(cluster.kubeconfig), namespaces)
         churn = ChurnGenerator(str(cluster.kubeconfig), namespaces, churn_rate)
-        for thread in (recorder, sampler, churn):
+        for thread in (*recorders, sampler, churn):
             thread.start()
         started = time.monotonic()
         try:
@@ -40,7 +40,7 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             ended = time.monotonic()
             records, samples = churn.stop(), sampler.stop()
             time.sleep(1)  # the last rollout's final status update
-            events = recorder.stop()
+            events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
         result = summarize_run(label, started, ended, events, samples, records, namespaces)
         result["config"] = overrides
         log(f"  [{label}] migrated in {result['wall_s']}s (lower bound {result['lower_bound_s']}s)")
@@ -59,7 +59,8 @@ def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> 
         workspace.init("migrated")
         built = 0
         for n in sorted(sizes):
-            size = fixture.FixtureSize(profiles=n - built, deployments=deployments, replicas=0, first_profile=built)
+            size = fixture.FixtureSize(profiles=n - built, deployments=deployments, replicas=0, first_profile=built,
+                                        kubeflow_shape=False)
             if built == 0:
                 fixture.build(env, size)
             else:

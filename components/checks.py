@@ -4,20 +4,17 @@ is removed. Each is one kubectl-driven Command bound to the stack's cluster."""
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 import shlex
-import sys
 from typing import Sequence
 
 import pulumi
 
-from components import PACKAGE
+from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
+from components.rollouts import live_command
 from migration.mesh import ObjectId
 from migration.target import KubeTarget
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,23 +43,22 @@ class ServingCheck(pulumi.ComponentResource):
 @dataclasses.dataclass(frozen=True)
 class VerificationArgs:
     istiod_address: str
-    """Every sidecar and the gateway must use this istiod."""
-    namespaces: tuple[str, ...]
-    """The namespaces whose workloads were restarted."""
-    gateway_namespace: str
+    """The destination istiod."""
+    leaving: str
+    """The plane being left: no running pod in the cluster may still use it."""
     target: KubeTarget
 
 
 class Verification(pulumi.ComponentResource):
-    """Fails the update, naming the pods, unless every sidecar and the gateway use the destination istiod."""
+    """The in-use gate before teardown: fails the update, naming each pod with its owner and why it was not moved,
+    while any running pod in the cluster still uses the plane being left or lacks the sidecar its injector would
+    give it (the gateway included)."""
 
     def __init__(self, name: str, args: VerificationArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Verification", name, None, opts)
-        argv = [sys.executable, "-m", "live.verify", "--kubeconfig", args.target.kubeconfig, "--context",
-                args.target.context, "--istiod", args.istiod_address, "--gateway-namespace", args.gateway_namespace,
-                *args.namespaces]
+        script = live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving)
         # The kubeconfig path is not a trigger: only what is verified decides whether it runs again.
-        self.command = step(name, shlex.join(argv), [args.istiod_address, *args.namespaces], args.target,
+        self.command = step(name, script, [args.istiod_address, args.leaving], args.target,
                             child_options(self, opts), directory=str(REPO))
         self.register_outputs({"istiodAddress": args.istiod_address})
 

@@ -13,6 +13,7 @@ import subprocess
 
 import yaml
 
+from demo import kubeflow
 from migration.gateway import GatewayLayout, gateway_objects
 
 CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
@@ -26,12 +27,20 @@ class FixtureSize:
     deployments: int = 3
     """Deployments per profile namespace."""
     replicas: int = 1
-    """Replicas per Deployment."""
+    """Replicas per Deployment (and StatefulSet)."""
+    statefulsets: int = 0
+    """StatefulSets per profile namespace (nothing owns them: rolled, one pod after the other)."""
+    statefulset_replicas: int = 2
     pod_stage_ms: int | None = None
     """Simulated pod start: each kwok pod stage (scheduled, init running, init done, ready) takes between this and
     twice this many ms. None keeps kwok's `general` stages (1-5 s each)."""
     first_profile: int = 0
     """Index of the first profile namespace (to grow a fixture by more namespaces)."""
+    kubeflow_shape: bool = True
+    """Add demo.kubeflow's workloads (notebook, KServe predictor, pipeline step, Job, DaemonSet, StatefulSet,
+    opt-outs, every injection path) to the first profile namespace and two more namespaces."""
+    job_seconds: int = 60
+    """How long the fixture's Job runs once Ready (kwok completes it)."""
 
 
 def profile_namespaces(size: FixtureSize) -> list[str]:
@@ -55,6 +64,24 @@ def _apply(env: dict[str, str], objects: list[dict]) -> None:
                    check=True, capture_output=True, text=True)
 
 
+def _workload(kind: str, ns: str, name: str, replicas: int, timing: dict[str, str], image: str) -> dict:
+    spec = {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}, "annotations": timing},
+                         "spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "main", "image": image}]}}}
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def _virtual_service(ns: str, name: str) -> dict:
+    """The route Kubeflow's web apps create for a notebook, bound to the charm's gateway."""
+    return {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": {"name": name, "namespace": ns},
+            "spec": {"gateways": ["kubeflow/kubeflow-gateway"], "hosts": ["*"],
+                     "http": [{"match": [{"uri": {"prefix": f"/notebook/{ns}/{name}/"}}],
+                               "route": [{"destination": {"host": f"{name}.{ns}.svc.cluster.local",
+                                                          "port": {"number": 80}}}]}]}}
+
+
 def user_objects(size: FixtureSize) -> list[dict]:
     """What Kubeflow users and its profile controller create (pure)."""
     objs: list[dict] = []
@@ -66,20 +93,12 @@ def user_objects(size: FixtureSize) -> list[dict]:
                      "metadata": {"name": "ns-owner-access-istio", "namespace": ns},
                      "spec": {"rules": [{"from": [{"source": {"principals": [
                          "cluster.local/ns/kubeflow/sa/istio-ingressgateway-workload-service-account"]}}]}]}})
+        timing = pod_timing_annotations(size.pod_stage_ms)
         for d in range(size.deployments):
-            name = f"notebook-{d}"
-            objs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-                         "spec": {"replicas": size.replicas, "selector": {"matchLabels": {"app": name}},
-                                  "template": {"metadata": {"labels": {"app": name},
-                                                            "annotations": pod_timing_annotations(size.pod_stage_ms)},
-                                               "spec": {"terminationGracePeriodSeconds": 1,
-                                                        "containers": [{"name": "main", "image": "jupyter"}]}}}})
-            objs.append({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-                         "metadata": {"name": name, "namespace": ns},
-                         "spec": {"gateways": ["kubeflow/kubeflow-gateway"], "hosts": ["*"],
-                                  "http": [{"match": [{"uri": {"prefix": f"/notebook/{ns}/{name}/"}}],
-                                            "route": [{"destination": {"host": f"{name}.{ns}.svc.cluster.local",
-                                                                       "port": {"number": 80}}}]}]}})
+            objs += [_workload("Deployment", ns, f"notebook-{d}", size.replicas, timing, "jupyter"),
+                     _virtual_service(ns, f"notebook-{d}")]
+        objs += [_workload("StatefulSet", ns, f"store-{d}", size.statefulset_replicas, timing, "store")
+                 for d in range(size.statefulsets)]
     objs += [
         {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
          "metadata": {"name": "ml-pipeline", "namespace": "kubeflow"},
@@ -110,11 +129,17 @@ def build(env: dict[str, str], size: FixtureSize) -> None:
 
 
 def grow(env: dict[str, str], size: FixtureSize) -> None:
-    """Add size's profile namespaces and user objects to a built mesh; waits until their workloads are Available."""
+    """Add size's profile namespaces and user objects (and the Kubeflow shape, if asked) to a built mesh; waits
+    until their workloads are Available."""
     _apply(env, user_objects(size))
     for ns in ["kubeflow", *profile_namespaces(size)]:
         subprocess.run(["kubectl", "-n", ns, "wait", "deployment", "--all", "--for=condition=Available",
                         "--timeout=300s"], env=env, check=True, capture_output=True, text=True)
+        for d in range(size.statefulsets if ns != "kubeflow" else 0):
+            subprocess.run(["kubectl", "-n", ns, "rollout", "status", f"statefulset/store-{d}", "--timeout=300s"],
+                           env=env, check=True, capture_output=True, text=True)
+    if size.kubeflow_shape:
+        kubeflow.build(env, profile_namespaces(size)[0], pod_timing_annotations(size.pod_stage_ms), size.job_seconds)
 
 
 def build_with_legacy_stack(workspace, size: FixtureSize) -> None:

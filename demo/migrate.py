@@ -6,9 +6,14 @@ import dataclasses
 import time
 from typing import Any
 
+from demo.kubeflow import PipelineSteps
 from demo.observe import InjectorSampler, snapshot
 from demo.verification import checks
 from devcluster.workspace import Workspace
+
+
+PIPELINE_STEP_SECONDS = 40
+"""A running pipeline step finishes this long after `pulumi up` starts (the default unmanagedPods=wait waits)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +26,8 @@ class Migration:
     """Wall time of `pulumi up`."""
     outputs: dict[str, Any]
     """The migrated stack's outputs."""
+    steps_finished: dict[str, float]
+    """Pipeline step pods that finished during the update -> when (time.monotonic(), as the samples' `t`)."""
 
 
 def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[str, str] | None = None) -> Migration:
@@ -31,14 +38,18 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     before = snapshot(env)
     workspace.init("migrated", env=shell)
     sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
+    steps = PipelineSteps(env, PIPELINE_STEP_SECONDS)
     sampler.start()
+    steps.start()
     started = time.monotonic()
     try:
         workspace.up("migrated", env=shell)
     finally:
         samples = sampler.stop()
+        finished = steps.stop()
     seconds = time.monotonic() - started
     clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
                              env=shell).returncode == 0
     outputs = workspace.outputs("migrated")
-    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, profiles), samples, seconds, outputs)
+    return Migration(checks(env, outputs, before, snapshot(env), samples, clean), samples, seconds, outputs,
+                     finished)

@@ -58,13 +58,14 @@ def selects_unlabelled_pod(selector: dict[str, Any] | None) -> bool:
 
 class InjectorSampler(threading.Thread):
     """Samples, every interval, how many Istio injector webhooks the apiserver would call for a plain pod created in
-    each watched namespace, which istiod Services they call, and whether every default validator targets an
-    existing Service."""
+    each watched namespace, which istiod Services they call, whether every default validator targets an existing
+    Service, and which istiod Deployments exist."""
 
     def __init__(self, kubeconfig: str, namespaces: list[str], interval: float = 0.25):
         super().__init__(daemon=True)
         self.api = api = config.new_client_from_config(config_file=kubeconfig)
         self.core, self.admission = client.CoreV1Api(api), client.AdmissionregistrationV1Api(api)
+        self.apps = client.AppsV1Api(api)
         self.namespaces, self.interval = namespaces, interval
         self.samples: list[dict[str, Any]] = []
         self._halt = threading.Event()
@@ -102,8 +103,10 @@ class InjectorSampler(threading.Thread):
         dangling = [f"{v.metadata.name}/{h.name}" for v in self.admission.list_validating_webhook_configuration().items
                     if v.metadata.name.startswith("istiod-default-validator") for h in v.webhooks
                     if not self._service_exists(h.client_config.service)]
-        return {"t": time.monotonic(), "injectors": counts, "injector_targets": sorted(targets),
-                "dangling_validators": dangling}
+        istiods = sorted(f"{d.metadata.namespace}/{d.metadata.name}" for d in
+                         self.apps.list_deployment_for_all_namespaces(label_selector="app=istiod").items)
+        return {"t": time.monotonic(), "wall": time.time(), "injectors": counts, "injector_targets": sorted(targets),
+                "dangling_validators": dangling, "istiods": istiods}
 
     def run(self) -> None:
         while not self._halt.is_set():

@@ -6,21 +6,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes import config
+
 from demo.observe import kubectl_json
-from migration.sidecars import offenders
+from live.discovery import pod_view
+from migration.workloads import offenders, proxy_address, service_of
 
 
 def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
-           samples: list[dict[str, Any]], second_preview_clean: bool, profiles: list[str],
-           ) -> list[tuple[str, str, bool]]:
+           samples: list[dict[str, Any]], second_preview_clean: bool) -> list[tuple[str, str, bool]]:
     """(check, observed, passed) rows. outputs: `pulumi stack output --json` of the migrated stack."""
     new_ns, address, old_ns = outputs["controlPlaneNamespace"], outputs["istiodAddress"], outputs["sourceNamespace"]
     new_istiod = address.split(".", 1)[0]  # istioctl names the Deployment like its Service
     counts = [c for s in samples for c in s["injectors"].values()]
     dangling = sum(1 for s in samples if s["dangling_validators"])
-    pods = [p for ns in profiles for p in kubectl_json(env, "get", "pods", "-n", ns)["items"]]
-    pods += kubectl_json(env, "get", "pods", "-n", outputs["gatewayNamespace"], "-l", "istio=ingressgateway")["items"]
-    bad = offenders(pods, address)
+    view = pod_view(config.new_client_from_config(config_file=env["KUBECONFIG"]))
+    bad = offenders(**view, leaving=outputs["leavingIstiodAddress"], destination=address)
+    moved = sum(1 for p in view["pods"] if service_of(proxy_address(p) or "") == service_of(address))
+    kinds: dict[str, int] = {}
+    for ways in outputs["workloadMoves"].values():
+        for way, count in ways.items():
+            kinds[way] = kinds.get(way, 0) + count
     istiods = {(d["metadata"]["namespace"], d["metadata"]["name"]): d
                for d in kubectl_json(env, "get", "deploy", "-A", "-l", "app=istiod")["items"]}
     conditions = (istiods.get((new_ns, new_istiod)) or {}).get("status", {}).get("conditions", [])
@@ -38,8 +44,10 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
         ("injectors per profile namespace, every sample", f"min {min(counts, default=0)}, max {max(counts, default=0)}"
          f" over {len(samples)} samples", bool(counts) and min(counts) == max(counts) == 1),
         ("default validator targets a live Service", f"{dangling} bad samples", dangling == 0 and bool(samples)),
-        ("every sidecar and the gateway use the new istiod", f"{len(pods) - len(bad)}/{len(pods)} pods on {address}"
-         + (f"; e.g. {bad[0]}" if bad else ""), not bad and len(pods) > 0),
+        ("workloads moved, by way and kind", ", ".join(f"{n} {way}" for way, n in sorted(kinds.items())) or "none",
+         bool(kinds)),
+        ("no pod left on the old istiod (gateway included)", f"{moved} proxies on {address}, {len(bad)} left"
+         + (f"; e.g. {bad[0]}" if bad else ""), not bad and moved > 0),
         ("old control plane removed", f"istiod Deployments left in {old_ns}: {old or 'none'}", not old),
         ("second `pulumi preview` shows no changes", "no changes" if second_preview_clean else "changes",
          second_preview_clean),

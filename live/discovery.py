@@ -6,6 +6,7 @@ Works whether the legacy mesh was installed by the istio-pilot charm (`istioctl 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from kubernetes import client, dynamic
@@ -14,8 +15,8 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from live.target import api_client
 from migration.mesh import LiveMesh, ObjectId
 from migration.target import KubeTarget
+from migration.workloads import slim
 
-INJECTION_LABELS = ({"istio-injection": "enabled"}, {"istio.io/rev": "default"})
 CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
 
 
@@ -36,19 +37,55 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
             secret = _get(lambda: core.read_namespaced_secret(name, ns))
             if secret is not None:
                 ca_secrets.setdefault(ns, {})[name] = dict(secret.data or {})
-    injected = {ns for ns, labels in namespaces.items()
-                if any(all(labels.get(k) == v for k, v in want.items()) for want in INJECTION_LABELS)}
-    workloads: dict[str, list[str]] = {ns: [] for ns in sorted(injected)}
-    for deployment in apps.list_deployment_for_all_namespaces().items:  # one call, not one per namespace
-        if deployment.metadata.namespace in injected:
-            workloads[deployment.metadata.namespace].append(deployment.metadata.name)
     return LiveMesh(
         namespaces=namespaces, crds=crds,
         istiod_deployments=[plain(d) for d in apps.list_deployment_for_all_namespaces(label_selector="app=istiod").items],
         mutating_webhooks=[plain(w) for w in admission.list_mutating_webhook_configuration().items],
         validating_webhooks=[plain(w) for w in admission.list_validating_webhook_configuration().items],
-        ca_secrets=ca_secrets, workloads={ns: sorted(names) for ns, names in workloads.items()},
+        ca_secrets=ca_secrets, pods=pods(api),
+        controllers=controllers(api),
         present=frozenset(_existing(api, look_up)))
+
+
+def pods(api: client.ApiClient, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Every pod (of namespace, or of the cluster), slimmed; read as raw JSON (building the client's models for
+    thousands of pods costs seconds)."""
+    core = client.CoreV1Api(api)
+    response = (core.list_namespaced_pod(namespace, _preload_content=False) if namespace
+                else core.list_pod_for_all_namespaces(_preload_content=False))
+    return [slim(p) for p in json.loads(response.data)["items"]]
+
+
+CONTROLLER_KINDS = {"ReplicaSet": ("AppsV1Api", "replica_set"), "Deployment": ("AppsV1Api", "deployment"),
+                    "StatefulSet": ("AppsV1Api", "stateful_set"), "DaemonSet": ("AppsV1Api", "daemon_set"),
+                    "Job": ("BatchV1Api", "job")}
+
+
+def controllers(api: client.ApiClient, namespace: str | None = None) -> dict[ObjectId, dict[str, Any]]:
+    """Every object a pod's controller chain can pass through (of namespace, or of the cluster), with its own
+    controller and update strategy (raw JSON, as for pods)."""
+    found = {}
+    for kind, (group, resource) in CONTROLLER_KINDS.items():
+        listing = getattr(client, group)(api)
+        response = (getattr(listing, f"list_namespaced_{resource}")(namespace, _preload_content=False) if namespace
+                    else getattr(listing, f"list_{resource}_for_all_namespaces")(_preload_content=False))
+        for item in json.loads(response.data)["items"]:
+            meta = item["metadata"]
+            ref = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+            found[(kind, meta["namespace"], meta["name"])] = {
+                "owner": (ref["kind"], ref["name"]) if ref else None,
+                "strategy": (item["spec"].get("updateStrategy") or {}).get("type"),
+                "replicas": item["spec"].get("replicas", item.get("status", {}).get("desiredNumberScheduled"))}
+    return found
+
+
+def pod_view(api: client.ApiClient) -> dict[str, Any]:
+    """What migration.workloads.offenders reads: pods, their controllers, namespace labels, injector webhooks."""
+    return {"pods": pods(api), "controllers": controllers(api),
+            "namespaces": {n.metadata.name: dict(n.metadata.labels or {})
+                           for n in client.CoreV1Api(api).list_namespace().items},
+            "webhooks": [api.sanitize_for_serialization(w) for w in
+                         client.AdmissionregistrationV1Api(api).list_mutating_webhook_configuration().items]}
 
 
 def _get(read):

@@ -14,7 +14,8 @@ TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
 SUPPORTED_ISTIO_VERSIONS = ("1.30-dev",)  # what the pinned istioctl renders (tools/pins.env ISTIO_VERSION)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
-ROLLOUT_STRATEGIES = ("namespaces", "deployments")
+ROLLOUT_STRATEGIES = ("namespaces", "workloads")
+UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -54,13 +55,18 @@ class MigrationConfig:
     root_namespace_policy: str
     """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
     rollout_strategy: str
-    """`namespaces`: one restart command per namespace, all its Deployments restarted together; `deployments`: one
-    command per Deployment."""
+    """`namespaces`: one restart command per namespace, all its workloads restarted together; `workloads`: one
+    command per workload (Deployment, StatefulSet, DaemonSet)."""
     rollout_parallelism: int
     """How many restart commands run at once (1 with `namespaces` is the manual runbook's namespace-by-namespace
     loop)."""
     rollout_timeout_seconds: int
-    """Per-workload limit for `kubectl rollout status`."""
+    """Per-workload limit for `kubectl rollout status` (and for each eviction's replacement to become Ready)."""
+    unmanaged_pods: str
+    """What to do with running pods on the old plane that no workload can restart (bare pods, Job pods, Argo
+    steps): `wait` for them to finish, `evict` them (losing their in-flight work), or `fail` before any change."""
+    unmanaged_pods_timeout_seconds: int
+    """How long `wait` waits for those pods to finish before the update fails, naming them."""
     create_source_namespace: bool
     """Whether the legacy stack creates sourceNamespace (true only on clusters where no Juju model made it)."""
 
@@ -143,6 +149,8 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "namespaces"),
     "rolloutParallelism": (_positive_int, 4),
     "rolloutTimeoutSeconds": (_positive_int, 600),
+    "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
+    "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),
     "createSourceNamespace": (_bool, False),
 }
 KEYS = tuple(_SCHEMA)
@@ -174,7 +182,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         mesh_config=parsed["meshConfig"], gateway_namespace=parsed["gatewayNamespace"],
         root_namespace_policy=parsed["rootNamespacePolicy"], rollout_strategy=parsed["rolloutStrategy"],
         rollout_parallelism=parsed["rolloutParallelism"],
-        rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"],
+        rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"], unmanaged_pods=parsed["unmanagedPods"],
+        unmanaged_pods_timeout_seconds=parsed["unmanagedPodsTimeoutSeconds"],
         create_source_namespace=parsed["createSourceNamespace"])
 
 

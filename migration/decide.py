@@ -16,7 +16,7 @@ from components.control_plane import ControlPlaneArgs
 from components.crds import IstioCrdsArgs
 from components.gateway import GatewayArgs
 from components.guard import GuardArgs
-from components.rollouts import RolloutsArgs
+from components.rollouts import RolloutsArgs, UnmanagedPodsArgs
 from components.webhook_switch import WebhookSwitchArgs
 from migration import guard, plan, render
 from migration.config import MigrationConfig
@@ -24,6 +24,7 @@ from migration.gateway import GatewayLayout, gateway_objects
 from migration.marks import adoptable, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
+from migration.workloads import Moves, moves
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,7 @@ class MigrationSteps:
     serving: ServingCheckArgs
     switch: WebhookSwitchArgs
     rollouts: RolloutsArgs
+    unmanaged: UnmanagedPodsArgs
     verification: VerificationArgs
     teardown: TeardownArgs
     teardown_name: str
@@ -105,20 +107,43 @@ def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh) ->
     return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address)
 
 
-def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, target: KubeTarget,
-           ) -> MigrationSteps:
+def _moves(cfg: MigrationConfig, live: LiveMesh, leaving: str, destination: str, gateway: GatewayArgs) -> Moves:
+    """Every workload to restart or evict; refuses (unmanagedPods=fail) when running pods on the plane being left
+    have no workload to restart them."""
+    found = moves(live.pods, live.controllers, live.namespaces, live.mutating_webhooks, leaving, destination,
+                  excluded=[object_id(o) for o in gateway.objects if o["kind"] == "Deployment"])
+    if found.unmanaged and cfg.unmanaged_pods == "fail":
+        raise plan.PreflightRefused(
+            f"{len(found.unmanaged)} running pod(s) use {leaving} and no workload can restart them: "
+            f"{', '.join(found.unmanaged)}; let them finish or delete them, or set kf-istio-migrate:unmanagedPods "
+            f"to wait or evict")
+    return found
+
+
+def moves_output(found: Moves) -> dict[str, dict[str, int]]:
+    """namespace -> 'restart Deployment' / 'evict StatefulSet' ... -> how many workloads (what preview shows)."""
+    counts: dict[str, dict[str, int]] = {}
+    for w in found.workloads:
+        way = f"{'evict' if w.evict_because else 'restart'} {w.kind}"
+        counts.setdefault(w.namespace, {})[way] = counts.get(w.namespace, {}).get(way, 0) + 1
+    return counts
+
+
+def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
+           target: KubeTarget) -> MigrationSteps:
     switched = [protected(adoptable(hook)) for hook in (steps.default_injector, steps.default_validator) if hook]
     return MigrationSteps(
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
                                  target=target),
         switch=WebhookSwitchArgs(injector=switched[0], validator=switched[1] if len(switched) > 1 else None),
         rollouts=RolloutsArgs(
-            batches=plan.rollout_batches(steps.rollouts, cfg.rollout_strategy),
-            per_deployment=cfg.rollout_strategy == "deployments", parallelism=cfg.rollout_parallelism,
-            timeout_seconds=cfg.rollout_timeout_seconds, istiod_address=topology.istiod_address, target=target),
-        verification=VerificationArgs(istiod_address=topology.istiod_address,
-                                      namespaces=tuple(sorted({ns for ns, _ in steps.rollouts})),
-                                      gateway_namespace=cfg.gateway_namespace, target=target),
+            batches=plan.rollout_batches(found.workloads, cfg.rollout_strategy),
+            per_workload=cfg.rollout_strategy == "workloads", parallelism=cfg.rollout_parallelism,
+            timeout_seconds=cfg.rollout_timeout_seconds, istiod_address=topology.istiod_address, leaving=leaving,
+            target=target),
+        unmanaged=UnmanagedPodsArgs(policy=cfg.unmanaged_pods, timeout_seconds=cfg.unmanaged_pods_timeout_seconds,
+                                    istiod_address=topology.istiod_address, leaving=leaving, target=target),
+        verification=VerificationArgs(istiod_address=topology.istiod_address, leaving=leaving, target=target),
         teardown=TeardownArgs(objects=steps.teardown, target=target),
         teardown_name=("teardown-legacy-control-plane" if cfg.topology == "migrated"
                        else "teardown-migrated-control-plane"))
@@ -155,6 +180,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     migrated = cfg.topology == "migrated"
     rendered = renders.migrated if migrated else renders.legacy
     topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
+    leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
+               else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
     if migrated:
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
         plane = [_namespace(cfg.target_namespace), *render.control_plane(rendered), steps.ca_secret]
@@ -171,18 +198,22 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  if rolling_back else None)
         objects = _legacy_plane(cfg, rendered, live, steps)
         adopt = frozenset(object_id(o) for o in objects if object_id(o) in live.present)
+    gateway = _gateway(cfg, topology, live)
+    found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
     policy, binding = guard.guard_objects()
     return Decisions(
         target=target, crds=_crds(rendered, live),
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
                                        objects=tuple(objects), adopt=adopt, protect=migrated),
-        gateway=_gateway(cfg, topology, live),
-        steps=_steps(cfg, topology, steps, target) if steps else None,
+        gateway=gateway,
+        steps=_steps(cfg, topology, steps, found, leaving, target) if steps else None,
         guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
         outputs={"topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
                  "context": target.context, "sourceNamespace": cfg.source_namespace,
                  "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
                  "revision": cfg.control_plane_revision, "istiodAddress": topology.istiod_address,
+                 "leavingIstiodAddress": leaving,
                  "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
-                 "restartedWorkloads": len(steps.rollouts) if steps else 0,
+                 "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
+                 "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
                  "removedObjects": len(steps.teardown) if steps else 0})

@@ -23,8 +23,11 @@ class LiveMesh:
     validating_webhooks: list[dict[str, Any]]
     ca_secrets: dict[str, dict[str, dict[str, str]]]
     """namespace -> secret name (`cacerts`, `istio-ca-secret`) -> data, for the source and target namespaces."""
-    workloads: dict[str, list[str]]
-    """injection-enabled namespace -> names of its Deployments."""
+    pods: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Every pod in the cluster, reduced by migration.workloads.slim."""
+    controllers: dict[ObjectId, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """(kind, namespace, name) of every ReplicaSet, Deployment, StatefulSet, DaemonSet and Job -> {owner: its
+    controller's (kind, name) or None, strategy: a StatefulSet's updateStrategy type}."""
     present: frozenset[ObjectId] = frozenset()
     """Which of the objects the program may declare (migration.decide.objects_to_look_up) already exist."""
 

@@ -1,8 +1,8 @@
 """The migration plan: a pure function of the live mesh, the config and the rendered control planes.
 
-It decides what the migrated stack adopts (CRDs, the default injector and validator), what it copies (the CA), what
-it restarts (every Deployment in an injection-enabled namespace) and what it removes afterwards (the rendered legacy
-control plane, except the webhooks it retargeted). It refuses, naming the object, whenever moving on could lose
+It decides what the migrated stack adopts (CRDs, the default injector and validator), what it copies (the CA) and
+what it removes afterwards (the rendered legacy control plane, except the webhooks it retargeted); which workloads
+it restarts is migration.workloads'. It refuses, naming the object, whenever moving on could lose
 user configuration or leave a namespace with two injectors or none. Everything it returns is stable across runs,
 so a second `pulumi up` after a completed migration changes nothing.
 """
@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from migration.config import MigrationConfig
 from migration.mesh import LiveMesh
 from migration.webhooks import matching_webhooks
+from migration.workloads import Workload
 
 DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
@@ -32,8 +33,6 @@ class MigrationPlan:
     """The live default-path injector, retargeted at the new istiod (declared over the live object)."""
     default_validator: dict[str, Any] | None
     """The live default validator retargeted the same way, if the install has one."""
-    rollouts: tuple[tuple[str, str], ...]
-    """(namespace, Deployment) to restart so the new istiod re-injects them."""
     teardown: tuple[tuple[str, str, str], ...]
     """(kind, namespace, name) of the old control plane, removed once every sidecar uses the new istiod."""
 
@@ -173,9 +172,7 @@ def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardow
         (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in teardown_objects
         if o["kind"] != "CustomResourceDefinition" and o["metadata"]["name"] not in switched))
     return MigrationPlan(
-        ca_secret=ca_secret, default_injector=injector, default_validator=validator,
-        rollouts=tuple((ns, name) for ns, names in sorted(live.workloads.items()) for name in names),
-        teardown=teardown)
+        ca_secret=ca_secret, default_injector=injector, default_validator=validator, teardown=teardown)
 
 
 def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
@@ -208,11 +205,11 @@ def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[d
                    guard, ca_secret)
 
 
-def rollout_batches(workloads: tuple[tuple[str, str], ...], strategy: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(namespace, Deployments) per restart command: one namespace each (`namespaces`) or one Deployment each."""
-    if strategy == "deployments":
-        return tuple((namespace, (deployment,)) for namespace, deployment in workloads)
-    batches: dict[str, list[str]] = {}
-    for namespace, deployment in workloads:
-        batches.setdefault(namespace, []).append(deployment)
-    return tuple((namespace, tuple(names)) for namespace, names in batches.items())
+def rollout_batches(workloads: tuple[Workload, ...], strategy: str) -> tuple[tuple[Workload, ...], ...]:
+    """The workloads of each restart command: one namespace each (`namespaces`) or one workload each."""
+    if strategy == "workloads":
+        return tuple((w,) for w in workloads)
+    batches: dict[str, list[Workload]] = {}
+    for workload in workloads:
+        batches.setdefault(workload.namespace, []).append(workload)
+    return tuple(tuple(batch) for batch in batches.values())

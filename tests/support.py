@@ -16,7 +16,7 @@ from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from devcluster.workspace import Workspace
-from migration.sidecars import proxy_address
+from migration.workloads import proxy_address
 
 LEGACY_ISTIOD = "istiod.kubeflow.svc:15012"
 NEW_ISTIOD = "istiod-kf-1-30.istio-system.svc:15012"
@@ -73,13 +73,19 @@ def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:
     assert len(set(after["roots"].values())) == 1, "more than one root of trust"
 
 
-def every_sidecar_on(workspace: Workspace, address: str, namespaces: list[str]) -> None:
-    """live.verify (what the migration runs) passes for address on exactly this workspace's cluster."""
+def every_sidecar_on(workspace: Workspace, address: str, leaving: str) -> None:
+    """live.verify (the migration's in-use gate) passes for address on exactly this workspace's cluster: no running
+    pod is left on leaving; and, read independently, every running pod with a proxy uses address."""
     cluster = workspace.cluster
     verify = run([str(toolchain.VENV_BIN / "python"), "-m", "live.verify", "--kubeconfig", str(cluster.kubeconfig),
-                  "--context", cluster.context, "--istiod", address, "--gateway-namespace", "kubeflow",
-                  *namespaces], workspace.env, cwd=toolchain.REPO, check=False)
+                  "--context", cluster.context, "--istiod", address, "--leaving", leaving],
+                 workspace.env, cwd=toolchain.REPO, check=False)
     assert verify.returncode == 0, verify.stderr
+    proxies = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": proxy_address(p)
+               for p in kubectl_json(workspace.env, "get", "pods", "-A")["items"]
+               if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
+    elsewhere = {pod: a for pod, a in proxies.items() if a is not None and a != address}
+    assert not elsewhere, f"proxies not on {address}: {elsewhere}"
 
 
 def new_pods_get(env: dict[str, str], namespace: str, address: str) -> None:
@@ -104,14 +110,15 @@ def roll_back_and_check(workspace: Workspace, profiles: list[str]) -> None:
     nothing_lost(env, before)
     assert "istiod-kf-1-30" not in run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
     new_pods_get(env, profiles[-1], LEGACY_ISTIOD)
-    every_sidecar_on(workspace, LEGACY_ISTIOD, profiles)
+    every_sidecar_on(workspace, LEGACY_ISTIOD, NEW_ISTIOD)
 
 
 # Everything a migration would touch first, by kind -> name -> resourceVersion (uid for CRDs).
 WATCHED = ["namespaces", "customresourcedefinitions", "mutatingwebhookconfigurations",
            "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings",
            "clusterroles", "clusterrolebindings"]
-NAMESPACED = ["deployments", "services", "secrets", "configmaps", "serviceaccounts", "roles", "rolebindings"]
+NAMESPACED = ["deployments", "statefulsets", "daemonsets", "services", "secrets", "configmaps", "serviceaccounts",
+              "roles", "rolebindings"]
 
 
 def _written_by_istiod(name: str) -> bool:
@@ -119,15 +126,15 @@ def _written_by_istiod(name: str) -> bool:
     return "leader" in name or "election" in name or name == "istio-ip-autoallocate"
 
 
-def fingerprint(env: dict[str, str]) -> dict[str, dict[str, str]]:
-    """kind -> name -> resourceVersion of everything a migration would touch first: equal fingerprints mean the
-    cluster was not changed."""
+def fingerprint(env: dict[str, str], *workload_namespaces: str) -> dict[str, dict[str, str]]:
+    """kind -> name -> resourceVersion of everything a migration would touch first (in kubeflow, istio-system and
+    workload_namespaces): equal fingerprints mean the cluster was not changed."""
     found = {}
     for kind in WATCHED:
         found[kind] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
                        for i in kubectl_json(env, "get", kind)["items"]}
     for kind in NAMESPACED:
-        for ns in ("kubeflow", "istio-system"):
+        for ns in ("kubeflow", "istio-system", *workload_namespaces):
             found[f"{kind}/{ns}"] = {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
                                      for i in kubectl_json(env, "-n", ns, "get", kind)["items"]
                                      if not _written_by_istiod(i["metadata"]["name"])}

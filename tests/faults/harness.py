@@ -18,7 +18,7 @@ from demo.observe import InjectorSampler, snapshot
 from devcluster.workspace import Workspace
 from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150)
+SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150, kubeflow_shape=False)
 NEW, OLD = NEW_ISTIOD, LEGACY_ISTIOD
 PROFILES = fixture.profile_namespaces(SIZE)
 DEFAULT_INJECTOR = "istio-revision-tag-default-kubeflow"

@@ -14,7 +14,8 @@ from demo.observe import kubectl_json
 from tests.faults.harness import DEFAULT_INJECTOR
 from tests.support import fingerprint, fresh_workspace, run
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)
+SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)  # with the Kubeflow shape
+PROFILES = fixture.profile_namespaces(SIZE)
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,8 @@ CASES = [
     ("foreign istiod in target", {}, foreign_istiod, "istio-system already runs istiod Deployment(s) ['istiod']"),
     ("different root in target", {}, other_root, "holds a different root certificate"),
     ("no injector on the default path", {}, no_injection_path, "expected exactly one MutatingWebhookConfiguration"),
+    ("unmanagedPods=fail with a pipeline step running", {"unmanagedPods": "fail"}, None,
+     "kubeflow-user-000/pipeline-x-train-1 (Workflow/pipeline-x)"),
 ]
 
 
@@ -101,13 +104,13 @@ def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
             run(["kubectl", "create", "-f", "-"], env, input=json.dumps({"apiVersion": "v1", "kind": "List",
                                                                            "items": change}))
     try:
-        before = fingerprint(env)
+        before = fingerprint(env, PROFILES[0])
         refused = workspace.pulumi("up", "--stack", "migrated", "--config-file", str(config_file), "--yes",
                                    "--skip-preview", check=False, timeout=600)
         output = refused.stdout + refused.stderr
         assert refused.returncode != 0, f"{case}: not refused\n{output[-3000:]}"
         assert message in output, f"{case}: refused without naming the problem ({message!r}):\n{output[-3000:]}"
-        assert fingerprint(env) == before, f"{case}: the cluster changed although the update was refused"
+        assert fingerprint(env, PROFILES[0]) == before, f"{case}: the cluster changed although the update was refused"
     finally:
         if setup and undo:
             hook = undo[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from demo.observe import snapshot
 from demo.verification import checks
-from tests.faults.harness import PROFILES, legacy_mesh, up_killed_at
+from tests.faults.harness import legacy_mesh, up_killed_at
 
 
 def test_crash_then_resume_converges(resume_point):
@@ -18,7 +18,7 @@ def test_crash_then_resume_converges(resume_point):
         second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
         samples = mesh.sampler.stop()
         rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), samples,
-                      second.returncode == 0, PROFILES)
+                      second.returncode == 0)
         failed = [f"{check}: {observed}" for check, observed, ok in rows if not ok]
         assert not failed, f"after a crash at {resume_point} and a resume: {failed}"
     finally:

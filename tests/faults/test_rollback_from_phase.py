@@ -4,7 +4,7 @@ legacy mesh again, one injector at every sample, nothing lost, nothing of the mi
 from __future__ import annotations
 
 from demo.observe import kubectl_json
-from tests.faults.harness import DEFAULT_INJECTOR, OLD, PROFILES, legacy_mesh, up_killed_at
+from tests.faults.harness import DEFAULT_INJECTOR, NEW, OLD, PROFILES, legacy_mesh, up_killed_at
 from tests.support import every_sidecar_on, new_pods_get, nothing_lost, one_injector_throughout, run
 
 
@@ -25,7 +25,7 @@ def test_rollback_from(rollback_point):
         assert left == ["kubeflow/istiod"], f"istiod Deployments after the rollback: {left}"
         run(["kubectl", "-n", "kubeflow", "wait", "deploy/istiod", "--for=condition=Available", "--timeout=60s"],
             mesh.env)
-        every_sidecar_on(mesh.workspace, OLD, PROFILES)
+        every_sidecar_on(mesh.workspace, OLD, NEW)
         new_pods_get(mesh.env, PROFILES[0], OLD)
     finally:
         mesh.close()

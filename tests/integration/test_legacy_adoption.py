@@ -8,7 +8,7 @@ from demo import fixture
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from tests.support import fresh_workspace, one_injector_throughout, run
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=1)
+SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
 
 
 @pytest.fixture(scope="module")

@@ -7,23 +7,25 @@ one cluster identity: preview, up and the rollback preview act on A only, B is u
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 import pytest
-
-from demo import fixture
-from demo.migrate import migrate_and_verify
 import yaml
 
+from demo import fixture, kubeflow
+from demo.migrate import migrate_and_verify
 from demo.observe import kubectl_json, snapshot
 from devcluster.cluster import Cluster
-from tests.support import fingerprint, fresh_workspace, nothing_lost, run
+from migration.workloads import proxy_address
+from tests.support import NEW_ISTIOD, fingerprint, fresh_workspace, nothing_lost, run
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
 CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
           "istio-ca-root-cert identical in every namespace", "new istiod Available",
           "injectors per profile namespace, every sample", "default validator targets a live Service",
-          "every sidecar and the gateway use the new istiod", "old control plane removed",
+          "workloads moved, by way and kind", "no pod left on the old istiod (gateway included)",
+          "old control plane removed",
           "second `pulumi preview` shows no changes"]
 
 
@@ -34,7 +36,14 @@ def migrated_mesh(name: str, build, shell_cluster: Cluster | None = None):
     workspace = fresh_workspace(name)
     build(workspace, SIZE)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
-    return workspace, migrate_and_verify(workspace, PROFILES, shell)
+    before = pods(workspace.env)
+    return workspace, migrate_and_verify(workspace, PROFILES, shell), before
+
+
+def pods(env: dict[str, str]) -> dict[str, dict]:
+    """namespace/name -> pod, for every pod in the cluster."""
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
+            for p in kubectl_json(env, "get", "pods", "-A")["items"]}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +57,8 @@ def other_cluster():
 @pytest.fixture(scope="module")
 def migration(other_cluster):
     """From the charm's own install (istioctl install with its flags), with the shell on cluster B."""
-    workspace, result = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
-    yield workspace, result
+    workspace, result, before = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
+    yield workspace, result, before
     workspace.cluster.down(purge=True)
 
 
@@ -71,14 +80,65 @@ def test_sampler_ran_at_least_twice_a_second(migration):
     assert len(samples) >= 2 * span, f"{len(samples)} samples over {span:.0f}s"
 
 
-def test_every_rollout_started_after_the_new_istiod_was_available(migration):
+def test_every_pod_moved_after_the_new_istiod_was_available(migration):
+    """Every pod now on the new istiod (restarted, evicted, the gateway, whatever its kind) was created after the new
+    istiod became Available."""
     env = migration[0].env
     istiod = kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")
     available = next(c["lastTransitionTime"] for c in istiod["status"]["conditions"] if c["type"] == "Available")
-    for ns in PROFILES:
-        for rs in kubectl_json(env, "-n", ns, "get", "replicasets")["items"]:
-            if rs["spec"].get("replicas"):  # the current ReplicaSet of each Deployment
-                assert rs["metadata"]["creationTimestamp"] >= available, (ns, rs["metadata"]["name"])
+    moved = {k: p["metadata"]["creationTimestamp"] for k, p in pods(env).items() if proxy_address(p) == NEW_ISTIOD}
+    assert len(moved) >= SIZE.profiles * SIZE.deployments
+    assert {k: t for k, t in moved.items() if t < available} == {}, f"created before {available}"
+
+
+RESTARTED = "kubectl.kubernetes.io/restartedAt"
+
+
+def _template_annotations(env, kind: str, name: str) -> dict[str, str]:
+    workload = kubectl_json(env, "-n", PROFILES[0], "get", kind, name)
+    return workload["spec"]["template"]["metadata"].get("annotations") or {}
+
+
+def test_every_kind_moved_its_own_way(migration):
+    """Uncontrolled Deployments, StatefulSets and DaemonSets are rolled (their template carries restartedAt); the
+    notebook's StatefulSet (its Notebook owns it) and the KServe Deployment (its Knative Revision owns it) keep
+    their template untouched and got new pods by eviction; every injection path was followed; every proxy is on
+    the new istiod; opted-out and out-of-mesh pods were not touched (same UID)."""
+    env, before = migration[0].env, migration[2]
+    for kind, name in [("deployment", "notebook-0"), ("statefulset", "model-db"), ("daemonset", "log-agent")]:
+        assert RESTARTED in _template_annotations(env, kind, name), f"{kind}/{name} was not rolled"
+    for kind, name in [("statefulset", "nb-0"), ("deployment", "sklearn-iris-predictor-00001-deployment")]:
+        assert RESTARTED not in _template_annotations(env, kind, name), f"{kind}/{name}'s template was patched"
+        assert kubectl_json(env, "-n", PROFILES[0], "get", kind, name)["metadata"]["generation"] == 1
+    after = pods(env)
+    running = {k: p for k, p in after.items() if p["status"].get("phase") == "Running"}
+    on = lambda ns, prefix: [proxy_address(p) for k, p in running.items() if k.startswith(f"{ns}/{prefix}")]  # noqa
+    for ns, prefix in [(PROFILES[0], "nb-0-"), (PROFILES[0], "sklearn-iris-predictor-"), (PROFILES[0], "model-db-"),
+                       (PROFILES[0], "log-agent-"), (kubeflow.REV_NAMESPACE, "rev-tagged-"),
+                       (kubeflow.PLAIN_NAMESPACE, "asks-for-a-sidecar-")]:
+        assert on(ns, prefix) and set(on(ns, prefix)) == {NEW_ISTIOD}, (ns, prefix, on(ns, prefix))
+    assert {k: proxy_address(p) for k, p in running.items() if proxy_address(p) not in (None, NEW_ISTIOD)} == {}
+    for prefix in ("opted-out-by-label-", "opted-out-by-annotation-"):
+        untouched = [k for k in before if k.startswith(f"{PROFILES[0]}/{prefix}")]
+        assert untouched and all(after[k]["metadata"]["uid"] == before[k]["metadata"]["uid"] for k in untouched)
+    assert [k for k in before if k.startswith(f"{kubeflow.PLAIN_NAMESPACE}/no-mesh-")][0] in after
+
+
+def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
+    """unmanagedPods=wait (the default): the old istiod served the running Job pod and pipeline step until both
+    finished; only then was it removed. The update's outputs named both pods beforehand."""
+    env, result = migration[0].env, migration[1]
+    assert sorted(result.outputs["unmanagedPods"]) == [f"{PROFILES[0]}/pipeline-x-train-1 (Workflow/pipeline-x): wait",
+                                                       next(f"{k} (Job/train): wait" for k in migration[2]
+                                                            if k.startswith(f"{PROFILES[0]}/train-"))]
+    gone = next(s for s in result.samples if "kubeflow/istiod" not in s["istiods"])
+    assert all("kubeflow/istiod" in s["istiods"] for s in result.samples if s["t"] < gone["t"])
+    step_finished = result.steps_finished[f"{PROFILES[0]}/pipeline-x-train-1"]
+    assert step_finished < gone["t"], "the old istiod went before the pipeline step finished"
+    job_pod = kubectl_json(env, "-n", PROFILES[0], "get", "pods", "-l", "job-name=train")["items"][0]
+    finished_at = job_pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+    assert datetime.fromisoformat(finished_at.replace("Z", "+00:00")).timestamp() <= gone["wall"], \
+        "the old istiod went before the Job's pod finished"
 
 
 def test_the_ca_key_is_not_readable_from_the_state(migration):
@@ -119,7 +179,7 @@ def test_old_charm_purge_loses_nothing(migration):
 
 
 def test_the_shells_cluster_is_untouched_and_the_outputs_name_the_stacks(migration, other_cluster):
-    workspace, result = migration
+    workspace, result, _ = migration
     b, b_before = other_cluster
     a_server = yaml.safe_load(workspace.cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
     assert (result.outputs["cluster"], result.outputs["context"]) == (a_server, workspace.cluster.context)
@@ -128,7 +188,7 @@ def test_the_shells_cluster_is_untouched_and_the_outputs_name_the_stacks(migrati
 
 def test_the_rollback_preview_reads_the_stacks_cluster(migration, other_cluster):
     """The legacy stack's preview, shell on B: it plans the way back from A's migrated mesh (B has no mesh)."""
-    workspace, _ = migration
+    workspace, _, _ = migration
     b, b_before = other_cluster
     workspace.init("legacy", env=shell_on(workspace, b))
     preview = workspace.pulumi("preview", "--stack", "legacy", env=shell_on(workspace, b))
@@ -140,7 +200,7 @@ def test_the_rollback_preview_reads_the_stacks_cluster(migration, other_cluster)
 def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster, tmp_path):
     """One kubeconfig holding both clusters, current-context B; the stack names only A's context. A context that
     does not exist is refused, naming it."""
-    workspace, _ = migration
+    workspace, _, _ = migration
     b, b_before = other_cluster
     merged = tmp_path / "both.kubeconfig"
     merged.write_text(run(["kubectl", "config", "view", "--flatten"], dict(

@@ -13,7 +13,7 @@ from tests.support import roll_back_and_check
 
 @pytest.fixture(scope="module")
 def migration():
-    workspace, result = migrated_mesh("migstack", fixture.build_with_legacy_stack)
+    workspace, result, _ = migrated_mesh("migstack", fixture.build_with_legacy_stack)
     yield workspace, {row: (observed, ok) for row, observed, ok in result.rows}
     workspace.cluster.down(purge=True)
 

@@ -1,4 +1,5 @@
-"""Verification fails (a bare pod nobody restarts), so the old control plane stays; rolling back from there works.
+"""The in-use gate: a bare pod on the old istiod that does not finish within unmanagedPodsTimeoutSeconds (policy
+`wait`) fails the update, naming it, so the old control plane stays and serves it; rolling back from there works.
 Both tests read the state the fixture left; only the second changes it, and the first asserts nothing it changes
 (the rows are checked from the failed update's output and the plane the fixture observed)."""
 
@@ -10,7 +11,7 @@ from demo import fixture
 from demo.observe import kubectl_json
 from tests.support import fresh_workspace, roll_back_and_check, run
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=2)
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
 PROFILES = fixture.profile_namespaces(SIZE)
 
 
@@ -20,6 +21,8 @@ def stopped_before_teardown():
     env = workspace.env
     fixture.build(env, SIZE)
     run(["kubectl", "-n", PROFILES[0], "run", "bare", "--image=x"], env)
+    workspace.init("migrated")
+    workspace.set_config("migrated", "kf-istio-migrate:unmanagedPodsTimeoutSeconds", "20")
     failed = workspace.up("migrated", check=False)
     observed = {
         "old_istiod_available": kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
@@ -33,7 +36,9 @@ def stopped_before_teardown():
 def test_verification_stops_the_migration_before_teardown(stopped_before_teardown):
     _, failed, observed = stopped_before_teardown
     assert failed.returncode != 0
-    assert "not on istiod-kf-1-30.istio-system.svc:15012" in failed.stdout and "/bare: " in failed.stdout
+    assert "timed out after 20s waiting for pods without a workload to finish: " \
+           f"{PROFILES[0]}/bare (no controller) still use istiod.kubeflow.svc:15012" in failed.stdout, failed.stdout
+    assert "teardown-legacy-control-plane" not in failed.stdout
     assert observed["old_istiod_available"] == 1
     assert observed["injector_services"] == {"istiod-kf-1-30"}
 

@@ -38,7 +38,7 @@ def test_runbook_end_to_end(tmp_path):
     cluster, env = workspace.cluster, dict(workspace.env, PYTHONPATH=str(REPO))
     try:
         env["BACKUP_DIR"] = str(tmp_path / "backup")
-        fixture.build(env, fixture.FixtureSize(profiles=2, deployments=1))
+        fixture.build(env, fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False))
         before = snapshot(env)
         for heading, script in runnable_blocks():
             result = run(["bash", "-euc", script], env, cwd=workspace.dir, check=False)

@@ -7,8 +7,8 @@ from bench.report import NAIVE, table
 
 
 def event(t, ns, name, *, restarted=None, generation=1, observed=1, updated=1, available=1, replicas=1,
-          status_replicas=1, condition="True", kind="MODIFIED"):
-    return {"t": t, "type": kind, "namespace": ns, "name": name, "restarted_at": restarted,
+          status_replicas=1, condition="True", kind="MODIFIED", workload="Deployment"):
+    return {"t": t, "type": kind, "kind": workload, "namespace": ns, "name": name, "restarted_at": restarted,
             "generation": generation, "observed": observed, "replicas": replicas, "status_replicas": status_replicas,
             "updated": updated, "available": available, "available_condition": condition}
 
@@ -25,12 +25,21 @@ EVENTS = [
     # b: restarted at 13, done at 14
     event(13.0, "p0", "b", restarted="r1", generation=2, observed=1),
     event(14.0, "p0", "b", restarted="r1", generation=2, observed=2),
+    # db (a StatefulSet of 2): restarted at 12, pods replaced one after the other, done at 18
+    event(0.0, "p0", "db", kind="LISTED", workload="StatefulSet", replicas=2, updated=2, available=2, status_replicas=2),
+    event(12.0, "p0", "db", restarted="r1", generation=2, observed=2, updated=0, available=2, replicas=2,
+          status_replicas=2, workload="StatefulSet"),
+    event(15.0, "p0", "db", restarted="r1", generation=2, observed=2, updated=1, available=2, replicas=2,
+          status_replicas=2, workload="StatefulSet"),
+    event(18.0, "p0", "db", restarted="r1", generation=2, observed=2, updated=2, available=2, replicas=2,
+          status_replicas=2, workload="StatefulSet"),
     event(20.0, "kubeflow", "istiod", kind="DELETED"),
 ]
 
 
 def test_rollout_spans_end_when_rollout_status_would_return():
-    assert rollout_spans(EVENTS, ["p0"]) == {"p0/a": (12.0, 15.0), "p0/b": (13.0, 14.0)}
+    assert rollout_spans(EVENTS, ["p0"]) == {"Deployment p0/a": (12.0, 15.0), "Deployment p0/b": (13.0, 14.0),
+                                             "StatefulSet p0/db": (12.0, 18.0)}
 
 
 def test_unrestarted_deployments_have_no_span():
@@ -43,8 +52,10 @@ def test_summary_lower_bound_and_ratio():
     churn = [{"t": 2.0, "outcome": "ok", "detail": ""}, {"t": 10.5, "outcome": "rejected", "detail": "p0/churn-1"},
              {"t": 40.0, "outcome": "ok", "detail": "after the update: not counted"}]
     summary = summarize_run("p4", 0.0, 24.0, EVENTS, samples, churn, ["p0"])
-    assert summary["istiod_available_s"] == 9.0 and summary["slowest_rollout_s"] == 3.0
-    assert summary["lower_bound_s"] == 12.0 and summary["ratio_to_lower_bound"] == 2.0
+    assert summary["istiod_available_s"] == 9.0 and summary["slowest_rollout_s"] == 6.0
+    assert summary["lower_bound_s"] == 15.0 and summary["ratio_to_lower_bound"] == 1.6
+    assert summary["median_rollout_by_kind_s"] == {"Deployment": 3.0, "StatefulSet": 6.0}
+    assert summary["rollouts_by_kind"] == {"Deployment": 2, "StatefulSet": 1}
     assert summary["switch_s"] == 11.0 and summary["old_istiod_deleted_s"] == 20.0
     assert summary["churn"]["created"] == 2 and summary["churn"]["rejected"] == 1
     assert summary["churn"]["examples"] == ["p0/churn-1"]
@@ -57,3 +68,4 @@ def test_growth_and_table():
     naive = dict(summarize_run("p1", 0.0, 24.0, EVENTS, [], [], ["p0"]), config=NAIVE)
     text = table({"migrations": [naive, dict(naive, label="p4", wall_s=12.0, config={})], "previews": g})
     assert "speed-up vs p1 (namespace by namespace)" in text and "2.00x" in text and "400 namespaces" in text
+    assert "median rollout, StatefulSet" in text

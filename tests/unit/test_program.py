@@ -8,7 +8,7 @@ import pytest
 
 from migration.webhooks import injectors, matching_webhooks
 from tests.unit.harness import run_program
-from tests.unit.live_mesh import charm_install, empty_cluster
+from tests.unit.live_mesh import PROFILES, charm_install, empty_cluster
 
 STACKS = {"legacy": {"topology": "legacy"}, "migrated": {"topology": "migrated"}}
 
@@ -65,6 +65,7 @@ def test_exact_resource_set(stack):
 
 
 COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "kfistio:migration:ServingCheck",
+                   "unmanaged-pods": "kfistio:migration:UnmanagedPods",
                    "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown"}
 
 
@@ -75,6 +76,7 @@ def test_every_resource_is_parented_to_its_component(stack):
     expected = ["kfistio:istio:ControlPlane", "kfistio:istio:Crds", "kfistio:kubeflow:IngressGateway"]
     if stack[0] == "migrated":
         expected += ["kfistio:migration:Guard", "kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch",
+                     "kfistio:migration:UnmanagedPods",
                      "kfistio:migration:ServingCheck", "kfistio:migration:Verification", "kfistio:migration:Teardown"]
     assert sorted(components.values()) == sorted(expected)
     assert all(components.get(r.parent, "stack") == "stack" for r in registered if not r.custom)
@@ -163,14 +165,15 @@ def test_migration_steps_are_ordered():
     assert all({s.name for s in switch} <= names(r) for r in rollouts), "every restart follows the switch"
     gateway_deployment = named["ingress-gateway-deployment-kubeflow-istio-ingressgateway-workload"]
     assert {s.name for s in switch} <= names(gateway_deployment)
-    assert {r.name for r in rollouts} | {gateway_deployment.name} <= names(named["verify-sidecars"])
+    assert all({s.name for s in switch} <= names(r) for r in [named["unmanaged-pods"]])
+    assert {r.name for r in rollouts} | {gateway_deployment.name, "unmanaged-pods"} <= names(named["verify-sidecars"])
     assert names(named["teardown-legacy-control-plane"]) == {"verify-sidecars"}
     assert all(r.retain_on_delete for r in switch), "destroying the stack never leaves zero injectors"
 
 
 def test_bounded_parallelism():
     registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1,
-                                          "rolloutStrategy": "deployments"}, charm_install())
+                                          "rolloutStrategy": "workloads"}, charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     by_urn = {r.urn: r.name for r in registered}
     chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
@@ -182,15 +185,15 @@ def test_namespace_by_namespace_strategy():
     Deployments, namespaces in sequence (the manual runbook's loop)."""
     registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, charm_install())
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
-    live_namespaces = sorted({ns for ns, _ in charm_install().workloads.items()})
-    assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in live_namespaces]
+    assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in PROFILES]
     by_urn = {r.urn: r.name for r in registered}
     previous = [sorted(by_urn[d] for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
     assert previous == [[]] + [[rollouts[i - 1].name] for i in range(1, len(rollouts))]
     for r in rollouts:
         namespace = r.name.removeprefix("rollout-")
-        for deployment in charm_install().workloads[namespace]:
-            assert f"deployment/{deployment}" in r.inputs["create"], (r.name, deployment)
+        assert f"-n {namespace} rollout restart deployment/notebook-0 deployment/notebook-1 &&" in r.inputs["create"]
+        for deployment in ("notebook-0", "notebook-1"):
+            assert f"rollout status deployment/{deployment} " in r.inputs["create"], (r.name, deployment)
 
 
 def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
