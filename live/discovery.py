@@ -23,6 +23,7 @@ CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
 def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dict[str, Any]]) -> LiveMesh:
     """Read the live mesh: cluster-wide lists, the CA Secrets of ca_namespaces, and which of look_up exist."""
     api = api_client(target)
+    resources = dynamic.DynamicClient(api).resources  # API discovery, once
     plain = api.sanitize_for_serialization
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     admission = client.AdmissionregistrationV1Api(api)
@@ -43,8 +44,17 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
         mutating_webhooks=[plain(w) for w in admission.list_mutating_webhook_configuration().items],
         validating_webhooks=[plain(w) for w in admission.list_validating_webhook_configuration().items],
         ca_secrets=ca_secrets, pods=pods(api),
-        controllers=controllers(api),
-        present=frozenset(_existing(api, look_up)))
+        controllers=controllers(api), serves_admission_policies=_serves_admission_policies(resources),
+        kubernetes_version=client.VersionApi(api).get_code().git_version,
+        present=frozenset(_existing(resources, look_up)))
+
+
+def _serves_admission_policies(resources) -> bool:
+    try:
+        resources.get(api_version="admissionregistration.k8s.io/v1", kind="ValidatingAdmissionPolicy")
+        return True
+    except ResourceNotFoundError:
+        return False
 
 
 def pods(api: client.ApiClient, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -97,9 +107,8 @@ def _get(read):
         raise
 
 
-def _existing(api: client.ApiClient, objects: Iterable[dict[str, Any]]) -> set[ObjectId]:
+def _existing(resources, objects: Iterable[dict[str, Any]]) -> set[ObjectId]:
     """(kind, namespace, name) of those objects that exist on the cluster (each looked up once, read-only)."""
-    resources = dynamic.DynamicClient(api).resources
     found = set()
     for obj in objects:
         meta = obj["metadata"]

@@ -93,8 +93,9 @@ def _crds(rendered: list[dict[str, Any]], live: LiveMesh) -> IstioCrdsArgs:
 
 
 def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh) -> GatewayArgs:
-    """migrated: adopt the gateway objects that exist (never create one the charm did not make), leaving the
-    Gateway CR to its owner. legacy: adopt what exists, create what is missing (the charm's layout)."""
+    """migrated: adopt the gateway objects that exist (never create one the charm did not make), protected by the
+    guard, leaving the Gateway CR to its owner. legacy: adopt what exists, create what is missing (the charm's
+    layout)."""
     objects, adopt = [], set()
     for obj in gateway_objects(_gateway_layout(cfg, topology)):
         present = object_id(obj) in live.present
@@ -102,7 +103,9 @@ def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh) ->
             continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
         if not present and cfg.topology == "migrated":
             continue
-        objects.append(adoptable(obj) if present else obj)
+        if present:  # adopted; the migrated stack's guard keeps the old charm's purge from deleting it
+            obj = protected(adoptable(obj)) if cfg.topology == "migrated" else adoptable(obj)
+        objects.append(obj)
         adopt |= {object_id(obj)} if present else set()
     return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address)
 

@@ -15,6 +15,10 @@ WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
 GATEWAY_CR = "kubeflow-gateway"
 POD_LABELS = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
+CHARM_LABELS = {"install.operator.istio.io/owning-resource": "unknown", "istio.io/rev": "default",
+                "operator.istio.io/component": "IngressGateways", "release": "istio"}
+"""What the istio-gateway charm's manifest puts on every object it creates (and so what `istioctl uninstall
+--purge` selects them by)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +40,9 @@ class GatewayLayout:
 def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
     """The charm's gateway objects for args (pure), in dependency order."""
     ns = args.namespace
-    meta = lambda name, **extra: {"name": name, "namespace": ns, **extra}  # noqa: E731
+    labelled = {**POD_LABELS, **CHARM_LABELS}
+    meta = lambda name, labels=CHARM_LABELS, **extra: {  # noqa: E731
+        "name": name, "namespace": ns, "labels": labels, **extra}
     env = [
         {"name": "CA_ADDR", "value": args.istiod_address},
         {"name": "PROXY_CONFIG", "value": json.dumps({"discoveryAddress": args.istiod_address})},
@@ -46,16 +52,16 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
         {"name": "SERVICE_ACCOUNT", "valueFrom": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}},
     ]
-    pod_labels = {**POD_LABELS, "istio.io/rev": args.revision, "sidecar.istio.io/inject": "false",
-                  "service.istio.io/canonical-name": WORKLOAD}
+    pod_labels = {**POD_LABELS, **CHARM_LABELS, "istio.io/rev": args.revision, "sidecar.istio.io/inject": "false",
+                  "service.istio.io/canonical-name": WORKLOAD, "chart": "gateways", "heritage": "Tiller"}
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(SERVICE_ACCOUNT)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(SERVICE_ACCOUNT, labelled)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(f"{WORKLOAD}-sds"),
          "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "watch", "list"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(f"{WORKLOAD}-sds"),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{WORKLOAD}-sds"},
          "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT}]},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(WORKLOAD, labels=POD_LABELS),
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(WORKLOAD, labelled),
          "spec": {"replicas": 1, "selector": {"matchLabels": POD_LABELS},
                   "template": {"metadata": {"labels": pod_labels},
                                "spec": {"serviceAccountName": SERVICE_ACCOUNT,
@@ -73,13 +79,13 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
                                                      "configMap": {"name": "istio-ca-root-cert"}}]}}}},
         # The charm does not wait for a load balancer address (MetalLB or the cloud may never assign one).
         {"apiVersion": "v1", "kind": "Service",
-         "metadata": meta(WORKLOAD, labels=POD_LABELS, annotations={"pulumi.com/skipAwait": "true"}),
+         "metadata": meta(WORKLOAD, labelled, annotations={"pulumi.com/skipAwait": "true"}),
          "spec": {"type": "LoadBalancer", "selector": POD_LABELS,
                   "ports": [{"name": "http2", "port": 80, "targetPort": 8080},
                             {"name": "https", "port": 443, "targetPort": 8443}]}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": meta("istio-gateway-metrics", labels=POD_LABELS),
+        {"apiVersion": "v1", "kind": "Service", "metadata": meta("istio-gateway-metrics", labelled),
          "spec": {"selector": POD_LABELS, "ports": [{"name": "http-envoy-prom", "port": 15090}]}},
-        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(WORKLOAD),
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(WORKLOAD, labelled),
          "spec": {"minAvailable": 1, "selector": {"matchLabels": POD_LABELS}}},
         {"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
          "metadata": {"name": GATEWAY_CR, "namespace": args.gateway_cr_namespace},

@@ -28,6 +28,9 @@ class LiveMesh:
     controllers: dict[ObjectId, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """(kind, namespace, name) of every ReplicaSet, Deployment, StatefulSet, DaemonSet and Job -> {owner: its
     controller's (kind, name) or None, strategy: a StatefulSet's updateStrategy type}."""
+    serves_admission_policies: bool = True
+    """The API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (the guard needs it)."""
+    kubernetes_version: str = ""
     present: frozenset[ObjectId] = frozenset()
     """Which of the objects the program may declare (migration.decide.objects_to_look_up) already exist."""
 

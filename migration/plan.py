@@ -120,6 +120,11 @@ def _default_validator(live: LiveMesh) -> dict[str, Any] | None:
 
 
 def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> None:
+    if not live.serves_admission_policies:
+        raise PreflightRefused(f"the cluster (Kubernetes {live.kubernetes_version or 'unknown'}) does not serve "
+                               f"admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes >= 1.30): the "
+                               f"guard that keeps the old charm's hooks from deleting the migrated mesh needs it; "
+                               f"upgrade the cluster first")
     if cfg.source_namespace not in live.namespaces:
         raise PreflightRefused(f"source namespace {cfg.source_namespace} does not exist; set "
                                f"kf-istio-migrate:sourceNamespace to the namespace that runs istiod")
@@ -175,11 +180,17 @@ def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardow
         ca_secret=ca_secret, default_injector=injector, default_validator=validator, teardown=teardown)
 
 
+TAG_SERVICE = "istiod-revision-tag-default"
+"""The Service `istioctl install` creates beside istiod for the default tag (not in the rendered manifest). Always
+in the teardown (deleting a missing object is a no-op), so the teardown is the same before and after the move."""
+
+
 def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
          ) -> MigrationPlan:
     """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service)."""
     _refuse_unsafe(live, cfg, new_service)
-    return _switch(live, cfg.target_namespace, new_service, cfg.revision, legacy_objects, (),
+    return _switch(live, cfg.target_namespace, new_service, cfg.revision, legacy_objects,
+                   (("Service", cfg.source_namespace, TAG_SERVICE),),
                    _ca_secret(live, cfg.source_namespace, cfg.target_namespace))
 
 

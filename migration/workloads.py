@@ -7,8 +7,9 @@ proxy yet. Each such pod is grouped under its top restartable owner, found throu
 - Deployment (via its ReplicaSet), StatefulSet, DaemonSet, or a ReplicaSet without a Deployment: a *workload*.
   It is restarted with `kubectl rollout restart` when nothing controls it, else its pods are *evicted* (Eviction
   API, one at a time, PodDisruptionBudgets respected): a controller that owns the workload (a Knative Revision owns
-  KServe's Deployments, a Notebook its StatefulSet) owns its template and may revert a patch; a StatefulSet with
-  `updateStrategy: OnDelete` ignores template changes until its pods are deleted; a ReplicaSet cannot be rolled.
+  KServe's Deployments, a Notebook its StatefulSet) owns its template and may revert a patch; a StatefulSet or
+  DaemonSet with `updateStrategy: OnDelete` ignores template changes until its pods are deleted; a ReplicaSet
+  cannot be rolled.
 - anything else (no controller, a Job, an Argo Workflow...): an *unmanaged pod*, handled by the
   `unmanagedPods` policy (wait for it to finish, evict it, or refuse before any change).
 
@@ -97,8 +98,8 @@ def expects_sidecar(pod: Mapping[str, Any], namespace_labels: Mapping[str, str],
     choice = labels.get(INJECT, annotations.get(INJECT, ""))
     if (choice and choice.lower() not in INJECT_YES) or pod["spec"].get("hostNetwork"):
         return False
-    ours = [c for c in injectors(webhooks)
-            if any(_hook_service(h) in set(planes) for h in c.get("webhooks") or [])]
+    planes = set(planes)
+    ours = [c for c in injectors(webhooks) if any(_hook_service(h) in planes for h in c.get("webhooks") or [])]
     return bool(matching_webhooks(ours, namespace_labels, labels))
 
 
@@ -142,7 +143,7 @@ def owner(pod: Mapping[str, Any], controllers: Mapping[ObjectId, Mapping[str, An
         return Workload(ns, kind, name, f"controlled by {above[0]}/{above[1]}, which owns its template")
     if kind == "ReplicaSet":
         return Workload(ns, kind, name, "a ReplicaSet without a Deployment cannot be rolled")
-    if kind == "StatefulSet" and (controllers.get((kind, ns, name)) or {}).get("strategy") == "OnDelete":
+    if (controllers.get((kind, ns, name)) or {}).get("strategy") == "OnDelete":  # StatefulSet or DaemonSet
         return Workload(ns, kind, name, "updateStrategy OnDelete replaces pods only when they are deleted")
     return Workload(ns, kind, name)
 
@@ -152,7 +153,7 @@ def moves(pods: Iterable[Mapping[str, Any]], controllers: Mapping[ObjectId, Mapp
           destination: str, excluded: Iterable[ObjectId] = ()) -> Moves:
     """What the move restarts (every workload in the mesh of the two planes, excluded ones aside: the gateway moves
     with its own component) and which running pods on the plane being left no workload covers."""
-    planes = {service_of(leaving), service_of(destination)}
+    planes, excluded = {service_of(leaving), service_of(destination)}, set(excluded)
     found: set[Workload] = set()
     unmanaged = []
     for pod in pods:
@@ -162,7 +163,7 @@ def moves(pods: Iterable[Mapping[str, Any]], controllers: Mapping[ObjectId, Mapp
             continue
         top = owner(pod, controllers)
         if isinstance(top, Workload):
-            if (top.kind, top.namespace, top.name) not in set(excluded):
+            if (top.kind, top.namespace, top.name) not in excluded:
                 found.add(top)
         elif needs_move(pod, leaving, labels, webhooks, planes):
             unmanaged.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']} ({top})")

@@ -32,11 +32,12 @@ CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)
 def migrated_mesh(name: str, build, shell_cluster: Cluster | None = None):
     """A fresh cluster with a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack migrated`
     (with the shell's KUBECONFIG on shell_cluster, if given) while a sampler watches the injectors; returns
-    (workspace, migration)."""
+    (workspace, migration, what was on the cluster before: its pods and the Services in kubeflow)."""
     workspace = fresh_workspace(name)
     build(workspace, SIZE)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
-    before = pods(workspace.env)
+    before = {"pods": pods(workspace.env), "kubeflow services": {
+        s["metadata"]["name"] for s in kubectl_json(workspace.env, "-n", "kubeflow", "get", "services")["items"]}}
     return workspace, migrate_and_verify(workspace, PROFILES, shell), before
 
 
@@ -104,7 +105,7 @@ def test_every_kind_moved_its_own_way(migration):
     notebook's StatefulSet (its Notebook owns it) and the KServe Deployment (its Knative Revision owns it) keep
     their template untouched and got new pods by eviction; every injection path was followed; every proxy is on
     the new istiod; opted-out and out-of-mesh pods were not touched (same UID)."""
-    env, before = migration[0].env, migration[2]
+    env, before = migration[0].env, migration[2]["pods"]
     for kind, name in [("deployment", "notebook-0"), ("statefulset", "model-db"), ("daemonset", "log-agent")]:
         assert RESTARTED in _template_annotations(env, kind, name), f"{kind}/{name} was not rolled"
     for kind, name in [("statefulset", "nb-0"), ("deployment", "sklearn-iris-predictor-00001-deployment")]:
@@ -129,7 +130,7 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
     finished; only then was it removed. The update's outputs named both pods beforehand."""
     env, result = migration[0].env, migration[1]
     assert sorted(result.outputs["unmanagedPods"]) == [f"{PROFILES[0]}/pipeline-x-train-1 (Workflow/pipeline-x): wait",
-                                                       next(f"{k} (Job/train): wait" for k in migration[2]
+                                                       next(f"{k} (Job/train): wait" for k in migration[2]["pods"]
                                                             if k.startswith(f"{PROFILES[0]}/train-"))]
     gone = next(s for s in result.samples if "kubeflow/istiod" not in s["istiods"])
     assert all("kubeflow/istiod" in s["istiods"] for s in result.samples if s["t"] < gone["t"])
@@ -167,15 +168,44 @@ def old_charm_purge(env: dict[str, str]) -> None:
          "--timeout=30s"], env)
 
 
+GATEWAY_KINDS = "deployment,service,serviceaccount,role,rolebinding,poddisruptionbudget"
+
+
+def _gateway_objects(env: dict[str, str]) -> dict[str, dict]:
+    """kind/name -> object, for every object in kubeflow labelled as the istio-gateway charm labels its objects."""
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in kubectl_json(
+        env, "-n", "kubeflow", "get", GATEWAY_KINDS, "-l", "operator.istio.io/component=IngressGateways")["items"]}
+
+
 def test_old_charm_purge_loses_nothing(migration):
+    """The old istio-pilot charm's remove hook after the migration: no CRD or CR lost, every gateway object (the
+    charm labels them as purge selects) still there with its UID, and the LoadBalancer Service with its clusterIP
+    and nodePorts; the gateway serves again; new pods are injected from the new plane."""
     env = migration[0].env
-    before = snapshot(env)
+    before, gateway = snapshot(env), _gateway_objects(env)
+    assert {"Deployment/istio-ingressgateway-workload", "Service/istio-ingressgateway-workload"} <= set(gateway)
     old_charm_purge(env)
     nothing_lost(env, before)
+    after = _gateway_objects(env)
+    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
+    service = "Service/istio-ingressgateway-workload"
+    assert after[service]["spec"]["clusterIP"] == gateway[service]["spec"]["clusterIP"]
+    assert [p.get("nodePort") for p in after[service]["spec"]["ports"]] == \
+           [p.get("nodePort") for p in gateway[service]["spec"]["ports"]]
+    run(["kubectl", "-n", "kubeflow", "rollout", "status", "deploy/istio-ingressgateway-workload",
+         "--timeout=120s"], env)
     injected = run(["kubectl", "-n", PROFILES[0], "run", "after-purge", "--image=x",
                     "-o", "jsonpath={.spec.containers[*].name}"], env)
     run(["kubectl", "-n", PROFILES[0], "delete", "pod", "after-purge", "--wait=false"], env)
     assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
+
+
+def test_the_old_planes_tag_service_is_gone(migration):
+    """`istioctl install` made kubeflow/istiod-revision-tag-default beside the old istiod; the teardown removed it."""
+    assert "istiod-revision-tag-default" in migration[2]["kubeflow services"]
+    gone = run(["kubectl", "-n", "kubeflow", "get", "service", "istiod-revision-tag-default"], migration[0].env,
+               check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
 
 
 def test_the_shells_cluster_is_untouched_and_the_outputs_name_the_stacks(migration, other_cluster):

@@ -34,6 +34,7 @@ def test_plan_for_a_charm_install():
                                                      "istio-sidecar-injector-kubeflow") in teardown
     assert not any(k == "CustomResourceDefinition" for k, _ in teardown)
     assert ("MutatingWebhookConfiguration", "istio-revision-tag-default-kubeflow") not in teardown
+    assert ("Service", plan.TAG_SERVICE) in teardown, "istioctl install's tag Service goes with the old plane"
 
 
 def test_plan_is_stable_after_migration():
@@ -56,6 +57,8 @@ def refusal(mutate):
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda l: dataclasses.replace(l, crds={}), "no Istio CRDs"),
+    (lambda l: dataclasses.replace(l, serves_admission_policies=False, kubernetes_version="v1.29.4"),
+     "Kubernetes v1.29.4. does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy"),
     (lambda l: dataclasses.replace(l, namespaces={k: v for k, v in l.namespaces.items() if k != "kubeflow"}),
      "source namespace kubeflow does not exist"),
     (lambda l: dataclasses.replace(l, istiod_deployments=[]), "no istiod Deployment in kubeflow"),

@@ -232,7 +232,10 @@ def test_guard_protects_the_new_plane_and_comes_last():
     plane = [r for r in registered if r.parent.endswith("ControlPlane::control-plane")]
     switched = [r for r in registered if r.name.startswith("webhook-switch-")]
     assert plane and all(label(r) == "true" for r in plane + switched)
-    assert not any(label(r) for r in registered if r.kind == "Deployment" and r.namespace == "kubeflow")
+    gateway = [r for r in registered if r.parent.endswith("IngressGateway::ingress-gateway")]
+    assert gateway and all(label(r) == "true" for r in gateway), "the old charm's purge must not delete the gateway"
+    assert [r.name for r in registered if r.kind == "Deployment" and r.namespace == "kubeflow"] == [
+        "ingress-gateway-deployment-kubeflow-istio-ingressgateway-workload"], "the old istiod is not declared"
     guard = next(r for r in registered if r.kind == "ValidatingAdmissionPolicy")
     by_urn = {r.urn: r.name for r in registered}
     assert "teardown-legacy-control-plane" in {by_urn.get(d) for d in guard.dependencies}

@@ -78,6 +78,7 @@ CONTROLLERS = {
     ("StatefulSet", "ns", "nb"): {"owner": ("Notebook", "nb"), "strategy": "RollingUpdate"},
     ("StatefulSet", "ns", "legacy-db"): {"owner": None, "strategy": "OnDelete"},
     ("DaemonSet", "ns", "agent"): {"owner": None, "strategy": "RollingUpdate"},
+    ("DaemonSet", "ns", "old-agent"): {"owner": None, "strategy": "OnDelete"},
     ("ReplicaSet", "ns", "lonely"): {"owner": None}, ("Job", "ns", "train"): {"owner": None},
 }
 OWNERS = [
@@ -89,6 +90,8 @@ OWNERS = [
     (("StatefulSet", "legacy-db"), Workload("ns", "StatefulSet", "legacy-db",
                                             "updateStrategy OnDelete replaces pods only when they are deleted")),
     (("DaemonSet", "agent"), Workload("ns", "DaemonSet", "agent")),
+    (("DaemonSet", "old-agent"), Workload("ns", "DaemonSet", "old-agent",
+                                          "updateStrategy OnDelete replaces pods only when they are deleted")),
     (("ReplicaSet", "lonely"), Workload("ns", "ReplicaSet", "lonely", "a ReplicaSet without a Deployment cannot be rolled")),
     (("Job", "train"), "Job/train"),
     (("Workflow", "pipeline-x"), "Workflow/pipeline-x"),
@@ -150,3 +153,18 @@ def test_preview_shows_the_work():
     assert outputs["workloadMoves"] == {"kubeflow-user-000": {"restart Deployment": 2},
                                         "kubeflow-user-001": {"restart Deployment": 2}}
     assert outputs["unmanagedPods"] == ["kubeflow-user-000/step-1 (no controller): wait"]
+
+
+def test_a_namespace_batch_restarts_together_then_evicts():
+    from components.rollouts import RolloutsArgs, rollout_script
+    target = KubeTarget("/k", "ctx", "https://x")
+    batch = (Workload("ns", "Deployment", "web"), Workload("ns", "StatefulSet", "db"),
+             Workload("ns", "StatefulSet", "nb", "controlled by Notebook/nb, which owns its template"))
+    args = RolloutsArgs(batches=(batch,), per_workload=False, parallelism=1, timeout_seconds=60,
+                        istiod_address=NEW_ISTIOD, leaving=LEGACY_ISTIOD, target=target)
+    restart, web, db, evict = rollout_script(args, batch).split(" && ")
+    assert restart == "kubectl --context=ctx -n ns rollout restart deployment/web statefulset/db"
+    assert (web, db) == ("kubectl --context=ctx -n ns rollout status deployment/web --timeout=60s",
+                         "kubectl --context=ctx -n ns rollout status statefulset/db --timeout=60s")
+    assert evict.endswith(f"-m live.evict --kubeconfig /k --context ctx --leaving {LEGACY_ISTIOD} --istiod "
+                          f"{NEW_ISTIOD} --timeout 60 --namespace ns StatefulSet/nb")
