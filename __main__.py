@@ -52,8 +52,10 @@ def declare(d: Decisions) -> None:
     """The components in phase order, every Kubernetes object through one provider bound to d.target."""
     provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context)
     on_cluster = lambda *after: pulumi.ResourceOptions(providers=[provider], depends_on=list(after))  # noqa: E731
+    # Rolling back: first lift the guard, which refuses what the way back creates (an istiod in the source namespace).
+    lifted = [Teardown("lift-guard", d.lift_guard, on_cluster())] if d.lift_guard else []
     # Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
-    crds = IstioCrds("istio-crds", d.crds, on_cluster())
+    crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted))
     # Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust).
     control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(crds))
     gateway_after, switch, teardown = [control_plane], None, None

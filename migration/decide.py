@@ -50,6 +50,9 @@ class Decisions:
     """None when the legacy stack finds the default path on the legacy istiod and no migrated plane."""
     guard: GuardArgs | None
     """The migrated stack's guard (none in legacy)."""
+    lift_guard: TeardownArgs | None
+    """Rolling back: the guard's binding, deleted before anything else (it refuses an istiod in the source
+    namespace and Istio webhooks calling it, which is what the way back creates)."""
     outputs: dict[str, Any]
 
     @property
@@ -203,7 +206,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         adopt = frozenset(object_id(o) for o in objects if object_id(o) in live.present)
     gateway = _gateway(cfg, topology, live)
     found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
-    policy, binding = guard.guard_objects()
+    policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace)
     return Decisions(
         target=target, crds=_crds(rendered, live),
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
@@ -211,6 +214,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         gateway=gateway,
         steps=_steps(cfg, topology, steps, found, leaving, target) if steps else None,
         guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
+        lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target) if rolling_back else None,
         outputs={"topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
                  "context": target.context, "sourceNamespace": cfg.source_namespace,
                  "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from demo.fixture import CHARM_INSTALL
 from demo.observe import kubectl_json, snapshot
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.support import new_pods_get, nothing_lost, run
@@ -24,6 +25,7 @@ ATTEMPTS = {
     "the old charm's purge": (["istioctl", "uninstall", "--purge", "-y"], None),
     "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
                                               "--non-interactive"], "because it is protected"),
+    "the old charm's reinstall or upgrade": (CHARM_INSTALL, "kf-istio-migrate refuses an istiod in kubeflow"),
 }
 
 
@@ -50,6 +52,9 @@ def test_denied(migrated, attempt):
     assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"].get(
         "deletionTimestamp") is None
     assert kubectl_json(env, "get", "namespace", "istio-system")["status"]["phase"] == "Active"
+    assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
+    hooks = kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]
+    assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
     new_pods_get(env, PROFILES[0], NEW)  # at once: no attempt leaves even a moment without a serving istiod
 
 

@@ -17,7 +17,7 @@ from demo.migrate import migrate_and_verify
 from demo.observe import kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
-from tests.support import NEW_ISTIOD, fingerprint, fresh_workspace, nothing_lost, run
+from tests.support import NEW_ISTIOD, fingerprint, fresh_workspace, new_pods_get, nothing_lost, run
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -247,3 +247,23 @@ def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster,
     refused = workspace.pulumi("preview", "--stack", "migrated", "--config-file", str(config_file), check=False)
     assert refused.returncode != 0 and "kubernetes:context = 'kfistio-nowhere' is not a context" in refused.stdout
     assert fingerprint(b.env()) == b_before
+
+
+def test_old_charm_reinstall_is_refused(migration):
+    """The old istio-pilot charm's install/upgrade path after the migration (`istioctl install` with its flags, what
+    `juju refresh` runs as `istioctl upgrade`): it fails naming the migration; no istiod in kubeflow, the default
+    injector and validator still call the new istiod, and new pods are injected by it. Runs last: it leaves what
+    istioctl could create (ConfigMaps, roles) in kubeflow."""
+    env = migration[0].env
+    reinstall = run(fixture.CHARM_INSTALL, env, check=False, timeout=300)
+    output = reinstall.stdout + reinstall.stderr
+    assert reinstall.returncode != 0, output[-3000:]
+    assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
+    assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
+    for kind, name in [("mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow"),
+                       ("validatingwebhookconfiguration", "istiod-default-validator")]:
+        hooks = kubectl_json(env, "get", kind, name)["webhooks"]
+        assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (kind, name)
+    assert not [w["metadata"]["name"] for w in kubectl_json(env, "get", "mutatingwebhookconfiguration")["items"]
+                if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])]
+    new_pods_get(env, PROFILES[1], NEW_ISTIOD)

@@ -210,6 +210,13 @@ def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
     assert [r for r in registered if r.name.startswith("rollout-")], "every workload is restarted on the way back"
     assert not any(r.name == "teardown-migrated-control-plane" for r in run_program(
         "legacy", STACKS["legacy"], charm_install())), "a charm install alone is not a rollback"
+    lift = next(r for r in registered if r.name == "lift-guard" and r.custom)
+    assert "delete ValidatingAdmissionPolicyBinding kfistio-protect-istio --ignore-not-found" in lift.inputs["create"]
+    by_urn = {r.urn: r for r in registered}
+    crds = [r for r in registered if r.kind == "CustomResourceDefinition"]
+    assert crds and all(lift.urn in r.dependencies or any(
+        by_urn.get(d) and by_urn[d].name == "lift-guard" for d in r.dependencies) for r in crds), \
+        "the guard is lifted before the way back creates anything (it refuses an istiod in kubeflow)"
 
 
 def test_destroying_the_migrated_stack_is_refused_and_purge_cannot_select_istiod_pods():
