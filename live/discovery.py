@@ -27,7 +27,8 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
     plain = api.sanitize_for_serialization
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     admission = client.AdmissionregistrationV1Api(api)
-    namespaces = {n.metadata.name: dict(n.metadata.labels or {}) for n in core.list_namespace().items}
+    view = pod_view(api)
+    namespaces = view["namespaces"]
     crds = {c.metadata.name: {"uid": c.metadata.uid, "labels": dict(c.metadata.labels or {}),
                               "annotations": dict(c.metadata.annotations or {})}
             for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
@@ -41,10 +42,10 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
     return LiveMesh(
         namespaces=namespaces, crds=crds,
         istiod_deployments=[plain(d) for d in apps.list_deployment_for_all_namespaces(label_selector="app=istiod").items],
-        mutating_webhooks=[plain(w) for w in admission.list_mutating_webhook_configuration().items],
+        mutating_webhooks=view["webhooks"],
         validating_webhooks=[plain(w) for w in admission.list_validating_webhook_configuration().items],
-        ca_secrets=ca_secrets, pods=pods(api),
-        controllers=controllers(api), serves_admission_policies=_serves_admission_policies(resources),
+        ca_secrets=ca_secrets, pods=view["pods"],
+        controllers=view["controllers"], serves_admission_policies=_serves_admission_policies(resources),
         kubernetes_version=client.VersionApi(api).get_code().git_version,
         present=frozenset(_existing(resources, look_up)))
 
