@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shlex
 from typing import Any, Mapping
 
 import pulumi
 
 from components import PACKAGE
+from components.commands import step
 from components.objects import assigned_fields, child_options, declare, object_id
+from migration.marks import PURGE_SELECTOR_LABEL
 from migration.mesh import ObjectId
 from migration.mesh import object_id as id_of
+from migration.target import KubeTarget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,18 +23,38 @@ class GatewayArgs:
     objects: tuple[Mapping[str, Any], ...]
     """The gateway's objects as declared (migration.gateway, marked by migration.decide)."""
     adopt: frozenset[ObjectId] = frozenset()
-    """Objects already on the cluster: imported (the migrated stack takes over what the charm or legacy stack made)."""
+    """Whole objects already on the cluster: imported (the legacy stack takes over the one it made)."""
+    patches: bool = False
+    """objects are server-side-apply patches of a gateway another owner made (never created, never deleted)."""
+    purge_proof: tuple[ObjectId, ...] = ()
+    """Deployments whose pod template loses the label `istioctl uninstall --purge` deletes pods by (a server-side
+    apply patch cannot remove a field another manager set, so a strategic-merge patch does it, first)."""
     istiod_address: str = ""
     """The istiod the gateway talks to (an output of the component)."""
+    target: KubeTarget | None = None
+
+
+def unlabel_pods_script(deployment: ObjectId, target: KubeTarget) -> str:
+    """kubectl patch taking the purge label off deployment's pod template (idempotent: null removes, or no-op)."""
+    _, namespace, name = deployment
+    patch = {"spec": {"template": {"metadata": {"labels": {PURGE_SELECTOR_LABEL: None}}}}}
+    return (f"{target.kubectl()} -n {shlex.quote(namespace)} patch deployment {shlex.quote(name)} "
+            f"--type=strategic -p {shlex.quote(json.dumps(patch))}")
 
 
 class IngressGateway(pulumi.ComponentResource):
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:kubeflow:IngressGateway", name, None, opts)
+        first = [step(f"{name}-unlabel-pods-{d[2]}", unlabel_pods_script(d, args.target), ["/".join(d)],
+                      args.target, child_options(self, opts)) for d in args.purge_proof]
         self.resources = {}
         for obj in args.objects:
-            adopt = id_of(dict(obj)) in args.adopt
-            self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(
-                name, obj, child_options(self, opts, import_=object_id(obj) if adopt else None,
-                                         ignore_changes=assigned_fields(obj) if adopt else None))
+            if args.patches:  # retained: removing the patch must not hand the charm's fields back half-empty
+                options = child_options(self, opts, depends_on=first, retain_on_delete=True)
+            else:
+                adopt = id_of(dict(obj)) in args.adopt
+                options = child_options(self, opts, import_=object_id(obj) if adopt else None,
+                                        ignore_changes=assigned_fields(obj) if adopt else None)
+            self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(name, obj, options,
+                                                                               patch=args.patches)
         self.register_outputs({"istiodAddress": args.istiod_address, "objects": sorted(self.resources)})

@@ -33,6 +33,15 @@ _TYPED = {
         k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
 }
+# Server-side-apply patches of objects another owner made (the gateway's kinds).
+_PATCH = {
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccountPatch,
+    ("v1", "Service"): k8s.core.v1.ServicePatch,
+    ("apps/v1", "Deployment"): k8s.apps.v1.DeploymentPatch,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudgetPatch,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.RolePatch,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBindingPatch,
+}
 # Top-level object fields -> the constructors' keyword names.
 _FIELDS = {"metadata": "metadata", "spec": "spec", "data": "data", "binaryData": "binary_data",
            "stringData": "string_data", "type": "type", "immutable": "immutable", "rules": "rules",
@@ -72,11 +81,15 @@ def resource_name(prefix: str, obj: Mapping[str, Any]) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", "-".join(p for p in parts if p).lower())
 
 
-def declare(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """Declare obj as a resource named after prefix and obj, with opts."""
+def declare(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions,
+            patch: bool = False) -> pulumi.CustomResource:
+    """Declare obj as a resource named after prefix and obj, with opts (with patch: a server-side-apply patch of
+    an existing object, changing only the fields obj names)."""
     key = (obj["apiVersion"], obj["kind"])
     name = resource_name(prefix, obj)
     fields = {kw: obj[field] for field, kw in _FIELDS.items() if field in obj}
+    if patch:
+        return _PATCH[key](name, opts=opts, **fields)
     if key in _TYPED:
         return _TYPED[key](name, opts=opts, **fields)
     unknown = set(obj) - set(_FIELDS) - {"apiVersion", "kind", "status"}

@@ -1,9 +1,11 @@
 """A Kubeflow-like legacy mesh, built the way a Charmed Kubeflow cluster has it.
 
-The control plane comes from the istio-pilot charm's own command (`istioctl install` with its flags), the gateway
-from the istio-gateway charm's objects (migration.gateway), and user configuration from what Kubeflow creates:
-profile namespaces labelled for injection with workloads, an `ns-owner-access-istio` AuthorizationPolicy each,
-VirtualServices bound to kubeflow/kubeflow-gateway, and mesh-wide config in the kubeflow namespace.
+The control plane comes from the istio-pilot charm's own command (`istioctl install` with its flags); the gateway
+from the istio-gateway charm's own manifest, applied as its `start` hook does, and the Gateway, ingress
+VirtualServices and auth EnvoyFilter as istio-pilot's reconcile makes them (demo.charm_hooks); user configuration
+from what Kubeflow creates: profile namespaces labelled for injection with workloads, an `ns-owner-access-istio`
+AuthorizationPolicy each, VirtualServices bound to kubeflow/kubeflow-gateway, and mesh-wide config in the kubeflow
+namespace.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import subprocess
 
 import yaml
 
-from demo import kubeflow
-from migration.gateway import GatewayLayout, gateway_objects
+from demo import charm_hooks, kubeflow
 
 CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
                  "--set", "values.global.istioNamespace=kubeflow", "--set", "meshConfig.accessLogFile=/dev/stdout"]
@@ -41,6 +42,8 @@ class FixtureSize:
     opt-outs, every injection path) to the first profile namespace and two more namespaces."""
     job_seconds: int = 60
     """How long the fixture's Job runs once Ready (kwok completes it)."""
+    gateway_charm: str = "1.24"
+    """The istio-gateway charm's generation (demo/charms): "1.24" (with istio-gateway-metrics) or "1.21"."""
 
 
 def profile_namespaces(size: FixtureSize) -> list[str]:
@@ -105,12 +108,6 @@ def user_objects(size: FixtureSize) -> list[dict]:
          "spec": {"host": "ml-pipeline.kubeflow.svc.cluster.local", "trafficPolicy": {"tls": {"mode": "ISTIO_MUTUAL"}}}},
         {"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
          "metadata": {"name": "default", "namespace": "kubeflow"}, "spec": {"mtls": {"mode": "PERMISSIVE"}}},
-        {"apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
-         "metadata": {"name": "istio-pilot-authn-filter", "namespace": "kubeflow"},
-         "spec": {"workloadSelector": {"labels": {"istio": "ingressgateway"}},
-                  "configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "GATEWAY"},
-                                     "patch": {"operation": "INSERT_BEFORE",
-                                               "value": {"name": "envoy.filters.http.ext_authz"}}}]}},
     ]
     return objs
 
@@ -119,13 +116,19 @@ def build(env: dict[str, str], size: FixtureSize) -> None:
     """Install the legacy mesh the charms' way, then the user objects; waits until every workload is Available."""
     subprocess.run(["kubectl", "create", "namespace", "kubeflow"], env=env, capture_output=True)  # the Juju model
     subprocess.run(CHARM_INSTALL, env=env, check=True, capture_output=True, text=True)
-    proxy_image = subprocess.run(
-        ["kubectl", "-n", "kubeflow", "get", "deploy", "istiod", "-o", "jsonpath={.spec.template.spec.containers[0].image}"],
-        env=env, check=True, capture_output=True, text=True).stdout.replace("/pilot:", "/proxyv2:")
-    _apply(env, gateway_objects(GatewayLayout(namespace="kubeflow", istiod_address="istiod.kubeflow.svc:15012",
-                                            revision="default", proxy_image=proxy_image,
-                                            gateway_cr_namespace="kubeflow")))
+    charm_hooks.gateway_start(env, size.gateway_charm, proxy_image_of(env))
+    charm_hooks.pilot_reconcile(env)
     grow(env, size)
+
+
+def proxy_image_of(env: dict[str, str]) -> str:
+    """The gateway charm's `proxy-image`: what its Deployment runs, or before there is one, the proxyv2 image of the
+    live kubeflow istiod's build."""
+    get = lambda name, path: subprocess.run(  # noqa: E731
+        ["kubectl", "-n", "kubeflow", "get", "deploy", name, "-o", f"jsonpath={path}", "--ignore-not-found"],
+        env=env, check=True, capture_output=True, text=True).stdout
+    return (get("istio-ingressgateway-workload", "{.spec.template.spec.containers[0].image}")
+            or get("istiod", "{.spec.template.spec.containers[0].image}").replace("/pilot:", "/proxyv2:"))
 
 
 def grow(env: dict[str, str], size: FixtureSize) -> None:

@@ -13,6 +13,7 @@ from kubernetes import client, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from live.target import api_client
+from migration.gateway import MADE_HERE
 from migration.mesh import LiveMesh, ObjectId
 from migration.target import KubeTarget
 from migration.workloads import slim
@@ -28,6 +29,7 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     admission = client.AdmissionregistrationV1Api(api)
     view = pod_view(api)
+    existing = _existing(resources, look_up)
     namespaces = view["namespaces"]
     crds = {c.metadata.name: {"uid": c.metadata.uid, "labels": dict(c.metadata.labels or {}),
                               "annotations": dict(c.metadata.annotations or {})}
@@ -47,7 +49,10 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
         ca_secrets=ca_secrets, pods=view["pods"],
         controllers=view["controllers"], serves_admission_policies=_serves_admission_policies(resources),
         kubernetes_version=client.VersionApi(api).get_code().git_version,
-        present=frozenset(_existing(resources, look_up)))
+        present=frozenset(existing), made_here=frozenset(k for k, o in existing.items()
+                                                         if MADE_HERE.items() <= (o["metadata"].get("labels") or {}).items()),
+        proxy_env={k: c.get("env") or [] for k, o in existing.items() if k[0] == "Deployment"
+                   for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "istio-proxy"})
 
 
 def _serves_admission_policies(resources) -> bool:
@@ -108,15 +113,16 @@ def _get(read):
         raise
 
 
-def _existing(resources, objects: Iterable[dict[str, Any]]) -> set[ObjectId]:
-    """(kind, namespace, name) of those objects that exist on the cluster (each looked up once, read-only)."""
-    found = set()
+def _existing(resources, objects: Iterable[dict[str, Any]]) -> dict[ObjectId, dict[str, Any]]:
+    """(kind, namespace, name) -> the live object, of those objects that exist on the cluster (each looked up once,
+    read-only)."""
+    found = {}
     for obj in objects:
         meta = obj["metadata"]
         try:
-            resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).get(name=meta["name"],
-                                                                               namespace=meta.get("namespace"))
+            live = resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).get(
+                name=meta["name"], namespace=meta.get("namespace"))
         except (NotFoundError, ResourceNotFoundError):
             continue
-        found.add((obj["kind"], meta.get("namespace", ""), meta["name"]))
+        found[(obj["kind"], meta.get("namespace", ""), meta["name"])] = live.to_dict()
     return found

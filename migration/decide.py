@@ -20,7 +20,7 @@ from components.rollouts import RolloutsArgs, UnmanagedPodsArgs
 from components.webhook_switch import WebhookSwitchArgs
 from migration import guard, plan, render
 from migration.config import MigrationConfig
-from migration.gateway import GatewayLayout, gateway_objects
+from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
@@ -95,22 +95,29 @@ def _crds(rendered: list[dict[str, Any]], live: LiveMesh) -> IstioCrdsArgs:
     return IstioCrdsArgs(crds=declared, adopt=adopt)
 
 
-def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh) -> GatewayArgs:
-    """migrated: adopt the gateway objects that exist (never create one the charm did not make), protected by the
-    guard, leaving the Gateway CR to its owner. legacy: adopt what exists, create what is missing (the charm's
-    layout)."""
+def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh, target: KubeTarget) -> GatewayArgs:
+    """A gateway another owner made (the istio-gateway charm): patched, only where the move must change it; the
+    migrated stack also protects it for the guard and takes the purge label off its pods. The migrated stack never
+    creates a gateway object the charm did not make, and leaves the Gateway CR to its owner. The legacy stack on a
+    cluster without a gateway, or with the one it made: whole objects (what is missing created, the rest its own)."""
+    layout = _gateway_layout(cfg, topology)
+    whole = gateway_objects(layout)
+    deployment = next(object_id(o) for o in whole if o["kind"] == "Deployment")
+    migrated = cfg.topology == "migrated"
+    if migrated or (deployment in live.present and deployment not in live.made_here):
+        patches = gateway_patches(layout, live.present, protect=migrated, live_env=live.proxy_env.get(deployment))
+        return GatewayArgs(objects=tuple(adoptable(p) for p in patches), patches=True,
+                           purge_proof=(deployment,) if migrated and deployment in live.present else (),
+                           istiod_address=topology.istiod_address, target=target)
     objects, adopt = [], set()
-    for obj in gateway_objects(_gateway_layout(cfg, topology)):
+    for obj in whole:
         present = object_id(obj) in live.present
-        if obj["kind"] == "Gateway" and (present or cfg.topology == "migrated"):
+        if obj["kind"] == "Gateway" and present:
             continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
-        if not present and cfg.topology == "migrated":
-            continue
-        if present:  # adopted; the migrated stack's guard keeps the old charm's purge from deleting it
-            obj = protected(adoptable(obj)) if cfg.topology == "migrated" else adoptable(obj)
-        objects.append(obj)
+        objects.append(adoptable(obj) if present else obj)
         adopt |= {object_id(obj)} if present else set()
-    return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address)
+    return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address,
+                       target=target)
 
 
 def _moves(cfg: MigrationConfig, live: LiveMesh, leaving: str, destination: str, gateway: GatewayArgs) -> Moves:
@@ -204,7 +211,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  if rolling_back else None)
         objects = _legacy_plane(cfg, rendered, live, steps)
         adopt = frozenset(object_id(o) for o in objects if object_id(o) in live.present)
-    gateway = _gateway(cfg, topology, live)
+    gateway = _gateway(cfg, topology, live, target)
     found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
     policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace)
     return Decisions(

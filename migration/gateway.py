@@ -2,7 +2,13 @@
 
 These are the charm's objects (its Deployment of the proxyv2 image is not an Istio chart output), so they are
 rendered here from the charm's layout (pure). The gateway is not sidecar-injected: it finds istiod through CA_ADDR
-and PROXY_CONFIG's discoveryAddress, which is what the migration changes (and then restarts it).
+and PROXY_CONFIG's discoveryAddress (else the mesh config of its namespace), which is what the migration changes
+(and then restarts it).
+
+Two ways to declare them. gateway_objects: whole objects, for a gateway this program makes (the legacy stack on a
+cluster without one; labelled MADE_HERE). gateway_patches: for a gateway another owner made (the istio-gateway
+charm), server-side-apply patches of only the fields the move must change, so every field the charm set stays
+the charm's (env order, ports, selector, replicas, image) and a second preview has nothing to say.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any
+
+from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
 
 WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
@@ -19,6 +27,8 @@ CHARM_LABELS = {"install.operator.istio.io/owning-resource": "unknown", "istio.i
                 "operator.istio.io/component": "IngressGateways", "release": "istio"}
 """What the istio-gateway charm's manifest puts on every object it creates (and so what `istioctl uninstall
 --purge` selects them by)."""
+MADE_HERE = {"kfistio.io/made-by": "legacy-stack"}
+"""On the gateway objects the legacy stack created (not on those it found): they stay whole objects of that stack."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,10 +52,9 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
     ns = args.namespace
     labelled = {**POD_LABELS, **CHARM_LABELS}
     meta = lambda name, labels=CHARM_LABELS, **extra: {  # noqa: E731
-        "name": name, "namespace": ns, "labels": labels, **extra}
+        "name": name, "namespace": ns, "labels": {**labels, **MADE_HERE}, **extra}
     env = [
-        {"name": "CA_ADDR", "value": args.istiod_address},
-        {"name": "PROXY_CONFIG", "value": json.dumps({"discoveryAddress": args.istiod_address})},
+        *address_env(args.istiod_address),
         {"name": "PILOT_CERT_PROVIDER", "value": "istiod"},
         {"name": "ISTIO_META_CLUSTER_ID", "value": "Kubernetes"},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -92,3 +101,48 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
          "spec": {"selector": {"istio": "ingressgateway"},
                   "servers": [{"port": {"number": 8080, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}},
     ]
+
+
+def address_env(istiod_address: str) -> list[dict[str, str]]:
+    """The gateway proxy's env entries that name its istiod (what a move changes)."""
+    return [{"name": "CA_ADDR", "value": istiod_address},
+            {"name": "PROXY_CONFIG", "value": json.dumps({"discoveryAddress": istiod_address})}]
+
+
+def readdressed(live_env: list[dict[str, Any]], istiod_address: str) -> list[dict[str, Any]]:
+    """live_env (a proxy's env, in order) with the entries naming its istiod set to istiod_address (appended where
+    missing). The patch declares the whole list, every other entry as it is: the kubernetes provider diffs a
+    patch's lists position by position against the live object, so a shorter list would never read as unchanged;
+    entries declared with the value they already have change nothing and stay their owner's too."""
+    wanted = {e["name"]: e for e in address_env(istiod_address)}
+    env = [wanted.pop(e["name"], e) for e in live_env]
+    return env + list(wanted.values())
+
+
+def gateway_patches(args: GatewayLayout, present: set | frozenset, protect: bool,
+                    live_env: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Server-side-apply patches for the gateway objects in present ((kind, namespace, name)) that another owner
+    made: the Deployment's proxy gets args.istiod_address (readdressed live_env) and its pods the charm's component
+    label back (a rollback; the migrated stack removes that label with a command, which a patch cannot do); with
+    protect, every object is labelled for the guard. Objects with nothing to change get no patch."""
+    patches = []
+    for obj in gateway_objects(args):
+        meta = obj["metadata"]
+        if obj["kind"] == "Gateway" or (obj["kind"], meta["namespace"], meta["name"]) not in present:
+            continue
+        patch = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                 "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                              **({"labels": {PROTECTED_LABEL: "true"}} if protect else {})}}
+        if obj["kind"] != "Deployment":
+            # The Deployment's patch waits for its rollout; nothing else here has a readiness worth waiting for
+            # (a LoadBalancer Service may never get an address: the charm does not wait for one either).
+            patch["metadata"]["annotations"] = {"pulumi.com/skipAwait": "true"}
+        if obj["kind"] == "Deployment":
+            env = readdressed(live_env or [], args.istiod_address)
+            template = {"spec": {"containers": [{"name": "istio-proxy", "env": env}]}}
+            if not protect:
+                template["metadata"] = {"labels": {PURGE_SELECTOR_LABEL: CHARM_LABELS[PURGE_SELECTOR_LABEL]}}
+            patch["spec"] = {"template": template}
+        if protect or obj["kind"] == "Deployment":
+            patches.append(patch)
+    return patches

@@ -33,6 +33,10 @@ class LiveMesh:
     kubernetes_version: str = ""
     present: frozenset[ObjectId] = frozenset()
     """Which of the objects the program may declare (migration.decide.objects_to_look_up) already exist."""
+    made_here: frozenset[ObjectId] = frozenset()
+    """Which of present carry migration.gateway.MADE_HERE (the legacy stack created them)."""
+    proxy_env: dict[ObjectId, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    """Present Deployments with an `istio-proxy` container (the gateway) -> that container's env, in order."""
 
 
 def object_id(obj: dict[str, Any]) -> ObjectId:

@@ -1,11 +1,13 @@
-"""R2: after a migration, every way of deleting the mesh's config or the new control plane is denied by the
-apiserver (the guard), and no CR is lost; the mesh still injects."""
+"""R2: after a migration, every way of deleting the mesh's config, the new control plane or the gateway is denied
+by the apiserver (the guard), and no CR is lost; the mesh still injects. The charms' hooks are emulated from their
+code (demo.charm_hooks: Juju cannot run here)."""
 
 from __future__ import annotations
 
 import pytest
 
-from demo.fixture import CHARM_INSTALL
+from demo import charm_hooks
+from demo.fixture import CHARM_INSTALL, proxy_image_of
 from demo.observe import kubectl_json, snapshot
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.support import new_pods_get, nothing_lost, run
@@ -22,7 +24,12 @@ ATTEMPTS = {
     "the default validator": (["kubectl", "delete", "validatingwebhookconfiguration", "istiod-default-validator"],
                               DENIED),
     "the target namespace": (["kubectl", "delete", "namespace", "istio-system", "--wait=false"], DENIED),
-    "the old charm's purge": (["istioctl", "uninstall", "--purge", "-y"], None),
+    "the old charm's purge": (lambda env: charm_hooks.pilot_uninstall(env, "uninstall"), None),
+    "the old charm's purge, tracks up to 1.16 (manifest generate, delete)":
+        (lambda env: charm_hooks.pilot_uninstall(env, "manifest"), None),
+    "the gateway charm's remove": (lambda env: charm_hooks.gateway_remove(env, "1.24", proxy_image_of(env)), DENIED),
+    "the gateway charm's start while still related (old CA_ADDR, no force)":
+        (lambda env: charm_hooks.gateway_start(env, "1.24", proxy_image_of(env), check=False), "conflict"),
     "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
                                               "--non-interactive"], "because it is protected"),
     "the old charm's reinstall or upgrade": (CHARM_INSTALL, "kf-istio-migrate refuses an istiod in kubeflow"),
@@ -42,8 +49,8 @@ def test_denied(migrated, attempt):
     env = migrated.env
     argv, refusal = ATTEMPTS[attempt]
     argv = argv or ["kubectl", "delete", "crd", *sorted(snapshot(env)["crd_uids"])]
-    before = snapshot(env)
-    result = run(argv, env, cwd=migrated.workspace.dir, check=False, timeout=300)
+    before, gateway = snapshot(env), gateway_state(env)
+    result = argv(env) if callable(argv) else run(argv, env, cwd=migrated.workspace.dir, check=False, timeout=300)
     if refusal:
         output = result.stdout + result.stderr
         assert result.returncode != 0 and refusal in output, output[-3000:]
@@ -56,6 +63,19 @@ def test_denied(migrated, attempt):
     hooks = kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]
     assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
     new_pods_get(env, PROFILES[0], NEW)  # at once: no attempt leaves even a moment without a serving istiod
+    assert gateway_state(env) == gateway, "the gateway's objects, pods and istiod address are unchanged"
+
+
+def gateway_state(env: dict[str, str]) -> dict:
+    """UIDs of the gateway charm's objects and pods (the pods carry no label purge selects), and the istiod its
+    proxy is given."""
+    objects = kubectl_json(env, "-n", "kubeflow", "get", "deploy,svc,sa,role,rolebinding,pdb", "-l",
+                           "operator.istio.io/component=IngressGateways")["items"]
+    objects += kubectl_json(env, "-n", "kubeflow", "get", "pods", "-l", "app=istio-ingressgateway")["items"]
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    env_vars = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    return {"uids": sorted(f"{o['kind']}/{o['metadata']['name']}/{o['metadata']['uid']}" for o in objects),
+            "CA_ADDR": next(e["value"] for e in env_vars if e["name"] == "CA_ADDR")}
 
 
 def test_after_every_attempt_nothing_lost_and_injection_works(migrated):

@@ -12,12 +12,13 @@ from datetime import datetime
 import pytest
 import yaml
 
-from demo import fixture, kubeflow
+from demo import charm_hooks, fixture, kubeflow
 from demo.migrate import migrate_and_verify
-from demo.observe import kubectl_json, snapshot
+from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
-from tests.support import NEW_ISTIOD, fingerprint, fresh_workspace, new_pods_get, nothing_lost, run
+from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, new_pods_get, nothing_lost,
+                           one_injector_throughout, run)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -247,6 +248,57 @@ def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster,
     refused = workspace.pulumi("preview", "--stack", "migrated", "--config-file", str(config_file), check=False)
     assert refused.returncode != 0 and "kubernetes:context = 'kfistio-nowhere' is not a context" in refused.stdout
     assert fingerprint(b.env()) == b_before
+
+
+def _ingress_objects(env: dict[str, str]) -> dict[str, tuple]:
+    """kind/name -> (uid, spec) of istio-pilot's Gateway, ingress VirtualServices and auth EnvoyFilter."""
+    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,virtualservices.networking.istio.io,"
+                         "envoyfilters.networking.istio.io")["items"]
+    return {f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items}
+
+
+def test_juju_hand_over(migration):
+    """The runbook's hand-over (step 6) with the charms' hooks emulated from their code (demo.charm_hooks; Juju
+    cannot run here): remove the istio-pilot/istio-gateway relation, then the hooks that keep firing on a live model
+    (the gateway's config-changed, istio-pilot's reconcile). Ingress objects, every VirtualService and the auth
+    EnvoyFilter intact (same UID and spec), one injector per namespace, the gateway still on the new istiod."""
+    env = migration[0].env
+    model = charm_hooks.JujuModel(env, SIZE.gateway_charm, fixture.proxy_image_of(env))
+    ingress, gateway = _ingress_objects(env), _gateway_objects(env)
+    assert {"Gateway/kubeflow-gateway", "EnvoyFilter/istio-pilot-authn-filter", "VirtualService/jupyter-ui"} <= set(ingress)
+    assert model.run("juju remove-relation istio-pilot istio-gateway") is None, "start stops at Blocked"
+    assert model.run("juju config istio-gateway replicas=2") is None
+    model.run("juju config istio-pilot default-gateway=kubeflow-gateway")
+    assert _ingress_objects(env) == ingress
+    after = _gateway_objects(env)
+    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
+    proxy = after["Deployment/istio-ingressgateway-workload"]["spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"]: e.get("value") for e in proxy["env"]}["CA_ADDR"] == NEW_ISTIOD
+    sampler = InjectorSampler(str(migration[0].cluster.kubeconfig), PROFILES)
+    one_injector_throughout([sampler.sample()])
+
+
+def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
+    """Adopted without rewriting: the gateway Deployment and Services are the charm's manifest, field for field,
+    except the istiod address (CA_ADDR, PROXY_CONFIG), the guard's label and the purge label off its pods."""
+    env = migration[0].env
+    rendered = {f"{o['kind']}/{o['metadata']['name']}": o
+                for o in charm_hooks.gateway_manifest(SIZE.gateway_charm, fixture.proxy_image_of(env))}
+    live = _gateway_objects(env)
+    deployment = live["Deployment/istio-ingressgateway-workload"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    charm = rendered["Deployment/istio-ingressgateway-workload"]["spec"]["template"]["spec"]["containers"][0]
+    names = [e["name"] for e in container["env"]]
+    assert names == [e["name"] for e in charm["env"]] + ["PROXY_CONFIG"], "the charm's env, in its order"
+    assert {e["name"]: e.get("value") for e in container["env"]}["PILOT_CERT_PROVIDER"] == "istiod.kubeflow.svc"
+    assert container["ports"] == charm["ports"] and container["image"] == charm["image"]
+    assert "operator.istio.io/component" not in deployment["spec"]["template"]["metadata"]["labels"]
+    for name in ("istio-ingressgateway-workload", "istio-gateway-metrics"):
+        service = live[f"Service/{name}"]["spec"]
+        want = rendered[f"Service/{name}"]["spec"]
+        assert (service["selector"], service["type"]) == (want["selector"], want["type"])
+        assert [(p["name"], p["port"], p["targetPort"]) for p in service["ports"]] == \
+               [(p["name"], p["port"], p["targetPort"]) for p in want["ports"]]
 
 
 def test_old_charm_reinstall_is_refused(migration):

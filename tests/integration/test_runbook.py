@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from demo import fixture
+from demo import charm_hooks, fixture
 from demo.observe import kubectl_json, snapshot
 from devcluster.toolchain import REPO
 from tests.support import fresh_workspace, run
@@ -12,21 +12,34 @@ from tests.support import fresh_workspace, run
 RUNBOOK = REPO / "docs" / "runbook.md"
 
 
-def runnable_blocks() -> list[tuple[str, str]]:
-    """(section heading, script) of every ```bash block right after a `<!-- runnable -->` line."""
+def runnable_blocks() -> list[tuple[str, str, str]]:
+    """(section heading, kind, script) of every ```bash block right after a `<!-- runnable -->` (kind "bash") or
+    `<!-- juju -->` (kind "juju": Juju commands, run through demo.charm_hooks' emulation of the charms' hooks)."""
     blocks, heading = [], ""
-    for match in re.finditer(r"^## ([^\n]*)$|^<!-- runnable -->\n```bash\n(.*?)^```$", RUNBOOK.read_text(), re.M | re.S):
+    for match in re.finditer(r"^## ([^\n]*)$|^<!-- (runnable|juju) -->\n```bash\n(.*?)^```$", RUNBOOK.read_text(),
+                             re.M | re.S):
         if match.group(1):
             heading = match.group(1)
         else:
-            blocks.append((heading, match.group(2)))
+            blocks.append((heading, "juju" if match.group(2) == "juju" else "bash", match.group(3)))
     return blocks
 
 
 def test_runbook_marks_each_step_runnable():
-    steps = [heading.split(".")[0] for heading, _ in runnable_blocks()]
-    assert steps == ["1", "2", "3", "4", "5", "7", "7"], \
-        "pre-checks, backup, preview, migrate, verify, rollback, migrate again"
+    steps = [(heading.split(".")[0], kind) for heading, kind, _ in runnable_blocks()]
+    assert steps == [("1", "bash"), ("2", "bash"), ("3", "bash"), ("4", "bash"), ("5", "bash"), ("6", "juju"),
+                     ("7", "bash"), ("7", "juju"), ("7", "bash")], \
+        "pre-checks, backup, preview, migrate, verify, Juju hand-over, rollback, Juju hand-back, migrate again"
+
+
+def ingress_and_gateway(env: dict[str, str]) -> tuple[dict, str]:
+    """istio-pilot's ingress objects (kind/name -> uid, spec) and the istiod the gateway proxy is given."""
+    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,"
+                         "virtualservices.networking.istio.io,envoyfilters.networking.istio.io")["items"]
+    proxy = kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istio-ingressgateway-workload")["spec"]["template"][
+        "spec"]["containers"][0]
+    return ({f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items},
+            next(e["value"] for e in proxy["env"] if e["name"] == "CA_ADDR"))
 
 
 def test_runbook_end_to_end(tmp_path):
@@ -38,9 +51,18 @@ def test_runbook_end_to_end(tmp_path):
     cluster, env = workspace.cluster, dict(workspace.env, PYTHONPATH=str(REPO))
     try:
         env["BACKUP_DIR"] = str(tmp_path / "backup")
-        fixture.build(env, fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False))
+        size = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False, gateway_charm="1.21")
+        fixture.build(env, size)  # the older gateway charm: no istio-gateway-metrics
+        model = charm_hooks.JujuModel(env, size.gateway_charm, fixture.proxy_image_of(env))
         before = snapshot(env)
-        for heading, script in runnable_blocks():
+        for heading, kind, script in runnable_blocks():
+            if kind == "juju":
+                ingress = ingress_and_gateway(env)
+                for command in [line for line in script.splitlines() if line.startswith("juju ")]:
+                    result = model.run(command)
+                    assert result is None or result.returncode == 0, f"{command}: {result.stderr[-3000:]}"
+                assert ingress_and_gateway(env) == ingress, f"{heading}: ingress objects or the gateway changed"
+                continue
             result = run(["bash", "-euc", script], env, cwd=workspace.dir, check=False)
             assert result.returncode == 0, f"runbook step '{heading}' failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
             if heading.startswith("5."):
