@@ -110,12 +110,13 @@ def address_env(istiod_address: str) -> list[dict[str, str]]:
 
 
 def readdressed(live_env: list[dict[str, Any]], istiod_address: str) -> list[dict[str, Any]]:
-    """live_env (a proxy's env, in order) with the entries naming its istiod set to istiod_address (appended where
-    missing). The patch declares the whole list, every other entry as it is: the kubernetes provider diffs a
-    patch's lists position by position against the live object, so a shorter list would never read as unchanged;
-    entries declared with the value they already have change nothing and stay their owner's too."""
+    """The proxy env a patch declares: live_env's entries in their order, by name only, except the ones naming its
+    istiod, set to istiod_address (appended where missing). The kubernetes provider diffs a patch's lists position
+    by position against the live object, so the patch must list every entry where it is; by name only, it takes
+    none of the charm's values (a `valueFrom.fieldRef` is atomic: declaring it with the apiserver's defaults would
+    take it over and make the charm's next apply conflict)."""
     wanted = {e["name"]: e for e in address_env(istiod_address)}
-    env = [wanted.pop(e["name"], e) for e in live_env]
+    env = [wanted.pop(e["name"], {"name": e["name"]}) for e in live_env]
     return env + list(wanted.values())
 
 

@@ -71,7 +71,8 @@ def gateway_state(env: dict[str, str]) -> dict:
     proxy is given."""
     objects = kubectl_json(env, "-n", "kubeflow", "get", "deploy,svc,sa,role,rolebinding,pdb", "-l",
                            "operator.istio.io/component=IngressGateways")["items"]
-    objects += kubectl_json(env, "-n", "kubeflow", "get", "pods", "-l", "app=istio-ingressgateway")["items"]
+    objects += [p for p in kubectl_json(env, "-n", "kubeflow", "get", "pods", "-l", "app=istio-ingressgateway")["items"]
+                if not p["metadata"].get("deletionTimestamp")]  # a pod the last rollout is still stopping
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     env_vars = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     return {"uids": sorted(f"{o['kind']}/{o['metadata']['name']}/{o['metadata']['uid']}" for o in objects),

@@ -70,7 +70,7 @@ def test_patches_are_empty_for_objects_that_are_absent():
     assert gateway_patches(layout, frozenset(), protect=True) == []
 
 
-def test_the_patched_env_is_the_live_env_in_its_order_with_only_the_address_changed():
+def test_the_patched_env_lists_the_live_entries_in_order_by_name_and_sets_only_the_address():
     charm_env = [{"name": "JWT_POLICY", "value": "third-party-jwt"},
                  {"name": "PILOT_CERT_PROVIDER", "value": "istiod.kubeflow.svc"},
                  {"name": "CA_ADDR", "value": LEGACY_ISTIOD},
@@ -78,8 +78,10 @@ def test_the_patched_env_is_the_live_env_in_its_order_with_only_the_address_chan
     live = charm_install()
     live = dataclasses.replace(live, proxy_env={DEPLOYMENT: charm_env})
     deployment = next(p for p in _gateway("migrated", live).objects if p["kind"] == "Deployment")
-    assert _env(deployment) == [charm_env[0], charm_env[1], {"name": "CA_ADDR", "value": NEW_ISTIOD}, charm_env[3],
+    assert _env(deployment) == [{"name": "JWT_POLICY"}, {"name": "PILOT_CERT_PROVIDER"},
+                                {"name": "CA_ADDR", "value": NEW_ISTIOD}, {"name": "POD_NAME"},
                                 {"name": "PROXY_CONFIG", "value": '{"discoveryAddress": "%s"}' % NEW_ISTIOD}]
-    moved = dataclasses.replace(live, proxy_env={DEPLOYMENT: _env(deployment)})
+    live_after = charm_env[:2] + [{"name": "CA_ADDR", "value": NEW_ISTIOD}, charm_env[3], _env(deployment)[4]]
+    moved = dataclasses.replace(live, proxy_env={DEPLOYMENT: live_after})
     assert _env(next(p for p in _gateway("migrated", moved).objects if p["kind"] == "Deployment")) == \
         _env(deployment), "after the move, the same patch: nothing to change"
