@@ -71,10 +71,18 @@ class TeardownArgs:
 
 
 def teardown_script(target: KubeTarget, objects: Sequence[ObjectId]) -> str:
-    # Each delete is retried briefly: right after the guard's binding is deleted, admission may still deny.
-    deletes = [f"for i in 1 2 3 4 5 6 7 8 9 10; do {target.kubectl()} delete {shlex.quote(kind)} "
-               f"{shlex.quote(name)} --ignore-not-found --wait=false{f' -n {shlex.quote(ns)}' if ns else ''} "
-               f"&& break; sleep 1; [ $i = 10 ] && exit 1; done" for kind, ns, name in objects]
+    """One `kubectl delete` per run of consecutive objects in one namespace (cluster-scoped ones join any run), in
+    deletion order. Each is retried briefly: right after the guard's binding is deleted, admission may still deny."""
+    runs: list[tuple[str, list[str]]] = []
+    for kind, ns, name in objects:
+        if runs and (not ns or runs[-1][0] in (ns, "")):
+            runs[-1] = (runs[-1][0] or ns, runs[-1][1] + [f"{kind}/{name}"])
+        else:
+            runs.append((ns, [f"{kind}/{name}"]))
+    deletes = [f"for i in 1 2 3 4 5 6 7 8 9 10; do {target.kubectl()} delete "
+               f"{' '.join(shlex.quote(ref) for ref in refs)} --ignore-not-found --wait=false"
+               f"{f' -n {shlex.quote(ns)}' if ns else ''} && break; sleep 1; [ $i = 10 ] && exit 1; done"
+               for ns, refs in runs]
     return " && ".join(deletes) or "true"
 
 

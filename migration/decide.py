@@ -21,7 +21,7 @@ from components.webhook_switch import WebhookSwitchArgs
 from migration import guard, plan, render
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
-from migration.marks import adoptable, protected, purge_proof
+from migration.marks import adoptable, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
 from migration.workloads import Moves, moves
@@ -199,7 +199,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
         plane = [_namespace(cfg.target_namespace), *render.control_plane(rendered), steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
-        objects = [adoptable(purge_proof(o)) for o in plane if o]
+        objects = [adoptable(purge_proof(proven_by_serving_check(o))) for o in plane if o]
         adopt: frozenset = frozenset()
         rolling_back = False
     else:

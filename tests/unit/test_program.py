@@ -214,7 +214,7 @@ def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
     assert not any(r.name == "teardown-migrated-control-plane" for r in run_program(
         "legacy", STACKS["legacy"], charm_install())), "a charm install alone is not a rollback"
     lift = next(r for r in registered if r.name == "lift-guard" and r.custom)
-    assert "delete ValidatingAdmissionPolicyBinding kfistio-protect-istio --ignore-not-found" in lift.inputs["create"]
+    assert "delete ValidatingAdmissionPolicyBinding/kfistio-protect-istio --ignore-not-found" in lift.inputs["create"]
     by_urn = {r.urn: r for r in registered}
     crds = [r for r in registered if r.kind == "CustomResourceDefinition"]
     assert crds and all(lift.urn in r.dependencies or any(
@@ -270,3 +270,14 @@ def test_one_provider_and_one_target_for_everything(stack):
             assert script.count("kubectl ") == script.count(f"kubectl --context={TARGET.context}") or \
                 "--context unit-tests" in script, r.name
             assert r.inputs["update"] == "true", "a changed kubeconfig path must not run a step again"
+
+
+def test_the_serving_check_replaces_the_providers_wait_for_the_new_istiods_service():
+    registered = run_program("migrated", STACKS["migrated"], charm_install())
+    service = next(r for r in registered if r.kind == "Service" and r.namespace == "istio-system")
+    assert service.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    by_urn = {r.urn: r for r in registered}
+    check = next(r for r in registered if r.name == "istiod-serving" and r.custom)
+    switch = [r for r in registered if r.name.startswith("webhook-switch-") and r.custom]
+    assert switch and all(check.urn in r.dependencies or any(
+        by_urn.get(d) and by_urn[d].name == "istiod-serving" for d in r.dependencies) for r in switch)
