@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any, Mapping
 
@@ -32,15 +33,6 @@ _TYPED = {
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"):
         k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
-}
-# Server-side-apply patches of objects another owner made (the gateway's kinds).
-_PATCH = {
-    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccountPatch,
-    ("v1", "Service"): k8s.core.v1.ServicePatch,
-    ("apps/v1", "Deployment"): k8s.apps.v1.DeploymentPatch,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudgetPatch,
-    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.RolePatch,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBindingPatch,
 }
 # Top-level object fields -> the constructors' keyword names.
 _FIELDS = {"metadata": "metadata", "spec": "spec", "data": "data", "binaryData": "binary_data",
@@ -88,8 +80,10 @@ def declare(prefix: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions,
     key = (obj["apiVersion"], obj["kind"])
     name = resource_name(prefix, obj)
     fields = {kw: obj[field] for field, kw in _FIELDS.items() if field in obj}
-    if patch:
-        return _PATCH[key](name, opts=opts, **fields)
+    if patch:  # pulumi_kubernetes.<group>.<version>.<Kind>Patch, beside the kind's own class
+        typed = _TYPED[key]
+        return getattr(importlib.import_module(typed.__module__.rsplit(".", 1)[0]), f"{typed.__name__}Patch")(
+            name, opts=opts, **fields)
     if key in _TYPED:
         return _TYPED[key](name, opts=opts, **fields)
     unknown = set(obj) - set(_FIELDS) - {"apiVersion", "kind", "status"}
