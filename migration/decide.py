@@ -18,7 +18,7 @@ from components.gateway import GatewayArgs
 from components.guard import GuardArgs
 from components.rollouts import RolloutsArgs, UnmanagedPodsArgs
 from components.webhook_switch import WebhookSwitchArgs
-from migration import guard, plan, render
+from migration import guard, plan, render, versions
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, proven_by_serving_check, protected, purge_proof
@@ -195,9 +195,13 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
     leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
                else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
+    new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
+    legacy_istiod_image = versions.legacy_image(live.istiod_deployments, cfg.source_namespace,
+                                                f"{cfg.target_namespace}/{new_istiod['metadata']['name']}")
     if migrated:
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
-        plane = [_namespace(cfg.target_namespace), *render.control_plane(rendered), steps.ca_secret]
+        plane = [_namespace(cfg.target_namespace), *(_recording(o, legacy_istiod_image) for o in
+                                                     render.control_plane(rendered)), steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
         objects = [adoptable(purge_proof(proven_by_serving_check(o))) for o in plane if o]
         adopt: frozenset = frozenset()
@@ -230,4 +234,15 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
                  "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
                  "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
-                 "removedObjects": len(steps.teardown) if steps else 0})
+                 "removedObjects": len(steps.teardown) if steps else 0,
+                 "legacyIstiod": versions.describe(legacy_istiod_image),
+                 "migratedIstiod": versions.describe(versions.istiod_image(new_istiod))})
+
+
+def _recording(obj: dict[str, Any], legacy_image: str | None) -> dict[str, Any]:
+    """The new istiod's Deployment records the legacy istiod's image (the way back needs it after the teardown)."""
+    if obj["kind"] != "Deployment" or legacy_image is None:
+        return obj
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {**(meta.get("annotations") or {}), versions.RECORD_ANNOTATION: legacy_image}
+    return {**obj, "metadata": meta}

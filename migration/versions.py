@@ -1,0 +1,77 @@
+"""Which Istio a control plane runs, read off its istiod image (pure).
+
+Istio's images are `<hub>/pilot:<tag>`; a release's tag is its version (`1.24.3`), optionally with a pre-release
+(`1.25.0-rc.1`) and a variant (`-distroless`, `-debug`). Development builds are tagged `latest`, `<minor>-dev`,
+`<minor>-alpha.<commit>` or a bare commit. Issue #14 builds the version policy on this; today the migration records
+what it moves from and to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Iterable, Mapping
+
+RECORD_ANNOTATION = "kfistio.io/legacy-istiod-image"
+"""On the new istiod's Deployment: the image the legacy istiod ran, so it is known after the teardown."""
+
+_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-((?:alpha|beta|rc)\.\d+))?(?:-(distroless|debug))?$")
+_DEV = re.compile(r"^(?:(\d+)\.(\d+)-(?:dev|alpha\.[0-9a-f]{7,40})|latest|master|[0-9a-f]{40})(?:-(distroless|debug))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class IstioBuild:
+    image: str
+    hub: str
+    tag: str
+    minor: tuple[int, int] | None
+    """(major, minor), when the tag says it."""
+    version: str
+    """`1.24.3`, `1.25.0-rc.1`, `1.30-dev`, or `dev (latest)`; `unknown (<tag>)` when the tag is neither."""
+    development: bool
+    variant: str = ""
+
+
+def build_of(image: str) -> IstioBuild:
+    """The Istio build an istiod image runs."""
+    repository, _, tag = image.partition("@")[0].rpartition(":")
+    if not repository or "/" in tag:
+        repository, tag = image.partition("@")[0], ""
+    hub = repository.rsplit("/", 1)[0]
+    release, dev = _RELEASE.match(tag), _DEV.match(tag)
+    if release:
+        major, minor, patch, pre, variant = release.groups()
+        return IstioBuild(image, hub, tag, (int(major), int(minor)), f"{major}.{minor}.{patch}" +
+                          (f"-{pre}" if pre else ""), development=False, variant=variant or "")
+    if dev:
+        major, minor, variant = dev.groups()
+        known = (int(major), int(minor)) if major else None
+        return IstioBuild(image, hub, tag, known, f"{major}.{minor}-dev" if known else f"dev ({tag.split('-')[0]})",
+                          development=True, variant=variant or "")
+    return IstioBuild(image, hub, tag, None, f"unknown ({tag or 'no tag'})", development=False)
+
+
+def istiod_image(deployment: Mapping[str, Any]) -> str:
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    return next((c["image"] for c in containers if c["name"] == "discovery"), containers[0]["image"])
+
+
+def legacy_image(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_on: str) -> str | None:
+    """The legacy istiod's image: from the istiod running in source_namespace, else as recorded (RECORD_ANNOTATION)
+    on the Deployment named recorded_on (`namespace/name`) once the legacy one is gone; None if neither exists."""
+    istiods = list(istiods)
+    for d in istiods:
+        if d["metadata"]["namespace"] == source_namespace:
+            return istiod_image(d)
+    for d in istiods:
+        if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on:
+            return (d["metadata"].get("annotations") or {}).get(RECORD_ANNOTATION)
+    return None
+
+
+def describe(image: str | None) -> dict[str, Any]:
+    """A stack output for an istiod image."""
+    if image is None:
+        return {"image": None, "version": "none"}
+    build = build_of(image)
+    return {"image": image, "version": build.version, "development": build.development}
