@@ -17,8 +17,7 @@ import yaml
 
 from demo import charm_hooks, kubeflow
 
-CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
-                 "--set", "values.global.istioNamespace=kubeflow", "--set", "meshConfig.accessLogFile=/dev/stdout"]
+CHARM_INSTALL = ["istioctl", "install", "-y", *charm_hooks.CHARM_FLAGS, "--set", "meshConfig.accessLogFile=/dev/stdout"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -139,3 +139,26 @@ def fingerprint(env: dict[str, str], *workload_namespaces: str) -> dict[str, dic
                                      for i in kubectl_json(env, "-n", ns, "get", kind)["items"]
                                      if not _written_by_istiod(i["metadata"]["name"])}
     return found
+
+
+GATEWAY_KINDS = "deployment,service,serviceaccount,role,rolebinding,poddisruptionbudget"
+
+
+def gateway_objects(env: dict[str, str]) -> dict[str, dict]:
+    """kind/name -> object, for every object in kubeflow labelled as the istio-gateway charm labels its objects."""
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in kubectl_json(
+        env, "-n", "kubeflow", "get", GATEWAY_KINDS, "-l", "operator.istio.io/component=IngressGateways")["items"]}
+
+
+def gateway_istiod(env: dict[str, str]) -> str:
+    """The istiod the gateway Deployment's proxy is given (CA_ADDR)."""
+    proxy = kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istio-ingressgateway-workload")["spec"][
+        "template"]["spec"]["containers"][0]
+    return next(e["value"] for e in proxy["env"] if e["name"] == "CA_ADDR")
+
+
+def ingress_objects(env: dict[str, str]) -> dict[str, tuple]:
+    """kind/name -> (uid, spec) of istio-pilot's Gateway, ingress VirtualServices and auth EnvoyFilter."""
+    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,"
+                         "virtualservices.networking.istio.io,envoyfilters.networking.istio.io")["items"]
+    return {f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items}

@@ -10,7 +10,7 @@ from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
 from demo.observe import kubectl_json, snapshot
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
-from tests.support import new_pods_get, nothing_lost, run
+from tests.support import gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run
 
 DENIED = "kf-istio-migrate protects"
 # attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
@@ -69,14 +69,11 @@ def test_denied(migrated, attempt):
 def gateway_state(env: dict[str, str]) -> dict:
     """UIDs of the gateway charm's objects and pods (the pods carry no label purge selects), and the istiod its
     proxy is given."""
-    objects = kubectl_json(env, "-n", "kubeflow", "get", "deploy,svc,sa,role,rolebinding,pdb", "-l",
-                           "operator.istio.io/component=IngressGateways")["items"]
+    objects = list(gateway_objects(env).values())
     objects += [p for p in kubectl_json(env, "-n", "kubeflow", "get", "pods", "-l", "app=istio-ingressgateway")["items"]
                 if not p["metadata"].get("deletionTimestamp")]  # a pod the last rollout is still stopping
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    env_vars = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     return {"uids": sorted(f"{o['kind']}/{o['metadata']['name']}/{o['metadata']['uid']}" for o in objects),
-            "CA_ADDR": next(e["value"] for e in env_vars if e["name"] == "CA_ADDR")}
+            "CA_ADDR": gateway_istiod(env)}
 
 
 def test_after_every_attempt_nothing_lost_and_injection_works(migrated):

@@ -17,8 +17,8 @@ from demo.migrate import migrate_and_verify
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
-from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, new_pods_get, nothing_lost,
-                           one_injector_throughout, run)
+from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects,
+                           ingress_objects, new_pods_get, nothing_lost, one_injector_throughout, run)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -169,25 +169,16 @@ def old_charm_purge(env: dict[str, str]) -> None:
          "--timeout=30s"], env)
 
 
-GATEWAY_KINDS = "deployment,service,serviceaccount,role,rolebinding,poddisruptionbudget"
-
-
-def _gateway_objects(env: dict[str, str]) -> dict[str, dict]:
-    """kind/name -> object, for every object in kubeflow labelled as the istio-gateway charm labels its objects."""
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in kubectl_json(
-        env, "-n", "kubeflow", "get", GATEWAY_KINDS, "-l", "operator.istio.io/component=IngressGateways")["items"]}
-
-
 def test_old_charm_purge_loses_nothing(migration):
     """The old istio-pilot charm's remove hook after the migration: no CRD or CR lost, every gateway object (the
     charm labels them as purge selects) still there with its UID, and the LoadBalancer Service with its clusterIP
     and nodePorts; the gateway serves again; new pods are injected from the new plane."""
     env = migration[0].env
-    before, gateway = snapshot(env), _gateway_objects(env)
+    before, gateway = snapshot(env), gateway_objects(env)
     assert {"Deployment/istio-ingressgateway-workload", "Service/istio-ingressgateway-workload"} <= set(gateway)
     old_charm_purge(env)
     nothing_lost(env, before)
-    after = _gateway_objects(env)
+    after = gateway_objects(env)
     assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
     service = "Service/istio-ingressgateway-workload"
     assert after[service]["spec"]["clusterIP"] == gateway[service]["spec"]["clusterIP"]
@@ -250,13 +241,6 @@ def test_a_context_named_in_config_wins_over_the_shell(migration, other_cluster,
     assert fingerprint(b.env()) == b_before
 
 
-def _ingress_objects(env: dict[str, str]) -> dict[str, tuple]:
-    """kind/name -> (uid, spec) of istio-pilot's Gateway, ingress VirtualServices and auth EnvoyFilter."""
-    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,virtualservices.networking.istio.io,"
-                         "envoyfilters.networking.istio.io")["items"]
-    return {f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items}
-
-
 def test_juju_hand_over(migration):
     """The runbook's hand-over (step 6) with the charms' hooks emulated from their code (demo.charm_hooks; Juju
     cannot run here): remove the istio-pilot/istio-gateway relation, then the hooks that keep firing on a live model
@@ -264,16 +248,15 @@ def test_juju_hand_over(migration):
     EnvoyFilter intact (same UID and spec), one injector per namespace, the gateway still on the new istiod."""
     env = migration[0].env
     model = charm_hooks.JujuModel(env, SIZE.gateway_charm, fixture.proxy_image_of(env))
-    ingress, gateway = _ingress_objects(env), _gateway_objects(env)
+    ingress, gateway = ingress_objects(env), gateway_objects(env)
     assert {"Gateway/kubeflow-gateway", "EnvoyFilter/istio-pilot-authn-filter", "VirtualService/jupyter-ui"} <= set(ingress)
     assert model.run("juju remove-relation istio-pilot istio-gateway") is None, "start stops at Blocked"
     assert model.run("juju config istio-gateway replicas=2") is None
     model.run("juju config istio-pilot default-gateway=kubeflow-gateway")
-    assert _ingress_objects(env) == ingress
-    after = _gateway_objects(env)
+    assert ingress_objects(env) == ingress
+    after = gateway_objects(env)
     assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
-    proxy = after["Deployment/istio-ingressgateway-workload"]["spec"]["template"]["spec"]["containers"][0]
-    assert {e["name"]: e.get("value") for e in proxy["env"]}["CA_ADDR"] == NEW_ISTIOD
+    assert gateway_istiod(env) == NEW_ISTIOD
     sampler = InjectorSampler(str(migration[0].cluster.kubeconfig), PROFILES)
     one_injector_throughout([sampler.sample()])
 
@@ -284,7 +267,7 @@ def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
     env = migration[0].env
     rendered = {f"{o['kind']}/{o['metadata']['name']}": o
                 for o in charm_hooks.gateway_manifest(SIZE.gateway_charm, fixture.proxy_image_of(env))}
-    live = _gateway_objects(env)
+    live = gateway_objects(env)
     deployment = live["Deployment/istio-ingressgateway-workload"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     charm = rendered["Deployment/istio-ingressgateway-workload"]["spec"]["template"]["spec"]["containers"][0]

@@ -7,7 +7,7 @@ import re
 from demo import charm_hooks, fixture
 from demo.observe import kubectl_json, snapshot
 from devcluster.toolchain import REPO
-from tests.support import fresh_workspace, run
+from tests.support import fresh_workspace, gateway_istiod, ingress_objects, run
 
 RUNBOOK = REPO / "docs" / "runbook.md"
 
@@ -33,13 +33,8 @@ def test_runbook_marks_each_step_runnable():
 
 
 def ingress_and_gateway(env: dict[str, str]) -> tuple[dict, str]:
-    """istio-pilot's ingress objects (kind/name -> uid, spec) and the istiod the gateway proxy is given."""
-    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,"
-                         "virtualservices.networking.istio.io,envoyfilters.networking.istio.io")["items"]
-    proxy = kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istio-ingressgateway-workload")["spec"]["template"][
-        "spec"]["containers"][0]
-    return ({f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items},
-            next(e["value"] for e in proxy["env"] if e["name"] == "CA_ADDR"))
+    """istio-pilot's ingress objects and the istiod the gateway proxy is given."""
+    return ingress_objects(env), gateway_istiod(env)
 
 
 def test_runbook_end_to_end(tmp_path):
