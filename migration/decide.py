@@ -21,7 +21,7 @@ from components.webhook_switch import WebhookSwitchArgs
 from migration import guard, plan, render, versions
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
-from migration.marks import adoptable, proven_by_serving_check, protected, purge_proof
+from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
 from migration.workloads import Moves, moves
@@ -243,6 +243,4 @@ def _recording(obj: dict[str, Any], legacy_image: str | None) -> dict[str, Any]:
     """The new istiod's Deployment records the legacy istiod's image (the way back needs it after the teardown)."""
     if obj["kind"] != "Deployment" or legacy_image is None:
         return obj
-    meta = dict(obj["metadata"])
-    meta["annotations"] = {**(meta.get("annotations") or {}), versions.RECORD_ANNOTATION: legacy_image}
-    return {**obj, "metadata": meta}
+    return annotated(obj, {versions.RECORD_ANNOTATION: legacy_image})

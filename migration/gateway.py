@@ -17,7 +17,7 @@ import dataclasses
 import json
 from typing import Any
 
-from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
+from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL, SKIP_AWAIT
 
 WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
@@ -88,7 +88,7 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
                                                      "configMap": {"name": "istio-ca-root-cert"}}]}}}},
         # The charm does not wait for a load balancer address (MetalLB or the cloud may never assign one).
         {"apiVersion": "v1", "kind": "Service",
-         "metadata": meta(WORKLOAD, labelled, annotations={"pulumi.com/skipAwait": "true"}),
+         "metadata": meta(WORKLOAD, labelled, annotations=dict(SKIP_AWAIT)),
          "spec": {"type": "LoadBalancer", "selector": POD_LABELS,
                   "ports": [{"name": "http2", "port": 80, "targetPort": 8080},
                             {"name": "https", "port": 443, "targetPort": 8443}]}},
@@ -137,8 +137,8 @@ def gateway_patches(args: GatewayLayout, present: set | frozenset, protect: bool
         if obj["kind"] != "Deployment":
             # The Deployment's patch waits for its rollout; nothing else here has a readiness worth waiting for
             # (a LoadBalancer Service may never get an address: the charm does not wait for one either).
-            patch["metadata"]["annotations"] = {"pulumi.com/skipAwait": "true"}
-        if obj["kind"] == "Deployment":
+            patch["metadata"]["annotations"] = dict(SKIP_AWAIT)
+        else:
             env = readdressed(live_env or [], args.istiod_address)
             template = {"spec": {"containers": [{"name": "istio-proxy", "env": env}]}}
             if not protect:

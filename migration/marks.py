@@ -8,6 +8,8 @@ PROTECTED_LABEL = "kfistio.io/protected"
 """Objects the guard refuses to delete (migration.guard)."""
 PURGE_SELECTOR_LABEL = "operator.istio.io/component"
 """`istioctl uninstall --purge` deletes every Pod (and object) carrying this label."""
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+"""The kubernetes provider does not wait for the object's readiness (where a later, stronger proof exists)."""
 ADOPT_ANNOTATIONS = {"pulumi.com/patchForce": "true"}
 """Adopting an object takes over fields another field manager (istioctl's, kubectl's, a charm's) set with
 server-side apply; pulumi-kubernetes does that only when the object carries this annotation. It also lets a create
@@ -20,9 +22,14 @@ def _with_metadata(obj: Mapping[str, Any], field: str, values: Mapping[str, str]
     return {**obj, "metadata": meta}
 
 
+def annotated(obj: Mapping[str, Any], annotations: Mapping[str, str]) -> dict[str, Any]:
+    """obj with annotations added."""
+    return _with_metadata(obj, "annotations", annotations)
+
+
 def adoptable(obj: Mapping[str, Any]) -> dict[str, Any]:
     """obj annotated so that this program may take ownership of fields others applied."""
-    return _with_metadata(obj, "annotations", ADOPT_ANNOTATIONS)
+    return annotated(obj, ADOPT_ANNOTATIONS)
 
 
 def protected(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,4 +54,4 @@ def proven_by_serving_check(obj: Mapping[str, Any]) -> dict[str, Any]:
     """obj, if it is a Service, without the kubernetes provider's wait for its endpoints: the serving check (istiod
     armed its validator through the apiserver, which reaches it through this Service) is the stronger proof and
     comes before anything that needs it."""
-    return _with_metadata(obj, "annotations", {"pulumi.com/skipAwait": "true"}) if obj["kind"] == "Service" else dict(obj)
+    return annotated(obj, SKIP_AWAIT) if obj["kind"] == "Service" else dict(obj)

@@ -21,9 +21,6 @@ _DEV = re.compile(r"^(?:(\d+)\.(\d+)-(?:dev|alpha\.[0-9a-f]{7,40})|latest|master
 
 @dataclasses.dataclass(frozen=True)
 class IstioBuild:
-    image: str
-    hub: str
-    tag: str
     minor: tuple[int, int] | None
     """(major, minor), when the tag says it."""
     version: str
@@ -35,20 +32,19 @@ class IstioBuild:
 def build_of(image: str) -> IstioBuild:
     """The Istio build an istiod image runs."""
     repository, _, tag = image.partition("@")[0].rpartition(":")
-    if not repository or "/" in tag:
-        repository, tag = image.partition("@")[0], ""
-    hub = repository.rsplit("/", 1)[0]
+    if not repository or "/" in tag:  # no tag (a digest, or a registry port's colon)
+        tag = ""
     release, dev = _RELEASE.match(tag), _DEV.match(tag)
     if release:
         major, minor, patch, pre, variant = release.groups()
-        return IstioBuild(image, hub, tag, (int(major), int(minor)), f"{major}.{minor}.{patch}" +
+        return IstioBuild((int(major), int(minor)), f"{major}.{minor}.{patch}" +
                           (f"-{pre}" if pre else ""), development=False, variant=variant or "")
     if dev:
         major, minor, variant = dev.groups()
         known = (int(major), int(minor)) if major else None
-        return IstioBuild(image, hub, tag, known, f"{major}.{minor}-dev" if known else f"dev ({tag.split('-')[0]})",
+        return IstioBuild(known, f"{major}.{minor}-dev" if known else f"dev ({tag.split('-')[0]})",
                           development=True, variant=variant or "")
-    return IstioBuild(image, hub, tag, None, f"unknown ({tag or 'no tag'})", development=False)
+    return IstioBuild(None, f"unknown ({tag or 'no tag'})", development=False)
 
 
 def istiod_image(deployment: Mapping[str, Any]) -> str:
