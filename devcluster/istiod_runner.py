@@ -3,6 +3,7 @@
 kwok only simulates pods, so an istiod Deployment would have nobody answering its webhooks. This runner (started
 with the cluster, inside its network namespace) keeps one `pilot-discovery` process per running pod labelled
 `app=istiod`, in any namespace and revision:
+  - the pilot-discovery of the pod's image's Istio version (the pinned build, or the toolchain's second one);
   - configured from the pod's own container args and env (fieldRefs resolved the way the kubelet would), with the
     kubeconfig of the cluster instead of in-cluster credentials, and a `cacerts` Secret in the pod's namespace
     written where istiod reads plugged-in CA files (./etc/cacerts);
@@ -30,6 +31,7 @@ from kubernetes import client, config
 
 from devcluster import toolchain
 from devcluster.cluster import Cluster, add_address
+from migration.versions import build_of
 
 LISTENERS = {"httpsAddr": 15017, "grpcAddr": 15010, "secureGRPCAddr": 15012, "httpAddr": 8080,
              "monitoringAddr": 15014}
@@ -68,6 +70,15 @@ def discovery_args(container: client.V1Container, pod_ip: str, kubeconfig: pathl
     return args
 
 
+def binary_for(image: str) -> pathlib.Path:
+    """The pilot-discovery of the image's Istio build, as the cluster would pull it: the pinned build for its version
+    (or an untagged development image), `pilot-discovery-<version>` for the toolchain's other build; no other."""
+    build = build_of(image)
+    if build.minor is None or build.version == toolchain.pins()["ISTIO_VERSION"]:
+        return toolchain.binary("pilot-discovery")
+    return toolchain.binary(f"pilot-discovery-{build.version}")
+
+
 def istiod_ready(pod_ip: str) -> bool:
     """istiod's readiness endpoint (httpAddr /ready), as its readinessProbe checks it."""
     try:
@@ -82,7 +93,6 @@ class Runner:
         self.cluster = cluster
         config.load_kube_config(str(cluster.inner_kubeconfig))
         self.core = client.CoreV1Api()
-        self.binary = str(toolchain.binary("pilot-discovery"))
         self.processes: dict[str, subprocess.Popen] = {}  # pod uid -> process
         self.restarts: dict[str, float] = {}  # pod uid -> earliest next start
 
@@ -124,6 +134,7 @@ class Runner:
     def _start(self, pod: client.V1Pod) -> None:
         ns, name, ip = pod.metadata.namespace, pod.metadata.name, pod.status.pod_ip
         container = next(c for c in pod.spec.containers if c.name == "discovery")
+        binary = binary_for(container.image)  # ToolchainMissing: no such build, the pod stays unready (logged)
         workdir = self.cluster.dir / "istiod" / f"{ns}-{name}"
         if workdir.exists():
             shutil.rmtree(workdir)
@@ -133,7 +144,7 @@ class Runner:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), **resolve_env(pod, container, self.core)}
         logfile = open(self.cluster.logs / f"istiod-{ns}-{name}.log", "ab")
         self.processes[pod.metadata.uid] = subprocess.Popen(
-            [self.binary, *discovery_args(container, ip, self.cluster.inner_kubeconfig)], cwd=workdir, env=env,
+            [str(binary), *discovery_args(container, ip, self.cluster.inner_kubeconfig)], cwd=workdir, env=env,
             stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.info("started istiod for pod %s/%s on %s (pid %d)", ns, name, ip, self.processes[pod.metadata.uid].pid)
 

@@ -16,6 +16,12 @@ class ToolchainMissing(RuntimeError):
     pass
 
 
+def pins() -> dict[str, str]:
+    """tools/pins.env: NAME -> value (the versions the toolchain is built at)."""
+    lines = (line.split("#", 1)[0].strip() for line in (REPO / "tools" / "pins.env").read_text().splitlines())
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
 def bin_dir() -> pathlib.Path:
     """The bin directory of the built toolchain for the current pins; raises ToolchainMissing if not built."""
     out = subprocess.run([str(BUILD_SCRIPT), "--dir"], check=True, capture_output=True, text=True).stdout.strip()

@@ -65,11 +65,16 @@ for dir in pulumi langhost command-provider kubernetes etcd kwok; do
 done
 wait
 
-say "preparing Istio source ($ISTIO_MODULE) without the agentgateway controller"
-writable_copy "istio.io/istio@$ISTIO_MODULE" "$work/istio/istio-src"
-rm -f "$work/istio/istio-src/pilot/pkg/config/kube/agentgateway/"*.go
-cp "$tools/patches/istio/agentgateway_disabled.go" "$work/istio/istio-src/pilot/pkg/config/kube/agentgateway/"
-(cd "$work/istio/istio-src" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
+# istio_source DIR MODULE: DIR/istio-src, istio.io/istio at MODULE without the agentgateway controller.
+istio_source() {
+  say "preparing Istio source ($2) without the agentgateway controller"
+  writable_copy "istio.io/istio@$2" "$work/$1/istio-src"
+  rm -f "$work/$1/istio-src/pilot/pkg/config/kube/agentgateway/"*.go
+  cp "$tools/patches/istio/agentgateway_disabled.go" "$work/$1/istio-src/pilot/pkg/config/kube/agentgateway/"
+  (cd "$work/$1/istio-src" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
+}
+istio_source istio "$ISTIO_MODULE"
+istio_source istio-next "$ISTIO_NEXT_MODULE"
 
 say "preparing pulumi-kubernetes provider source ($KUBERNETES_PROVIDER_MODULE) with its generated embeds"
 provider_src=$work/kubernetes-provider/provider-src
@@ -95,10 +100,18 @@ build kubernetes "$k8s_ldflags" "$work/bin/" k8s.io/kubernetes/cmd/kube-apiserve
   k8s.io/kubernetes/cmd/kube-scheduler
 build etcd "" "$work/bin/etcd" .
 build kwok "" "$work/bin/" sigs.k8s.io/kwok/cmd/kwok
-build istio "-X istio.io/istio/pkg/version.buildVersion=$ISTIO_VERSION \
-  -X istio.io/istio/pkg/version.buildGitRevision=${ISTIO_MODULE##*-} -X istio.io/istio/pkg/version.buildStatus=Clean" \
-  "$work/bin/" \
+istio_ldflags() {
+  echo "-X istio.io/istio/pkg/version.buildVersion=$1 -X istio.io/istio/pkg/version.buildGitRevision=${2##*-} \
+    -X istio.io/istio/pkg/version.buildStatus=Clean"
+}
+build istio "$(istio_ldflags "$ISTIO_VERSION" "$ISTIO_MODULE")" "$work/bin/" \
   istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
+# The second build is named by its version (istioctl-1.31-dev): what the program looks for on PATH.
+build istio-next "$(istio_ldflags "$ISTIO_NEXT_VERSION" "$ISTIO_NEXT_MODULE")" "$work/istio-next/bin/" \
+  istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
+for tool in istioctl pilot-discovery; do
+  mv "$work/istio-next/bin/$tool" "$work/bin/$tool-$ISTIO_NEXT_VERSION"
+done
 
 # kwok simulates node and pod lifecycles from Stage objects: take upstream's own stage sets from the pinned module
 # (the ones kwokctl uses by default), in the order their kustomization.yaml lists them.
