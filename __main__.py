@@ -1,7 +1,7 @@
 """kf-istio-migrate: the Istio control plane of Charmed Kubeflow, before (`legacy`) and after (`migrated`) its move.
 
-Gather, then decide purely, then declare: load config; render both planes; resolve the one cluster this stack acts
-on; read that cluster once; decide every component's Args (refusing before any mutation); declare the components in
+Gather, then decide purely, then declare: load config; resolve the one cluster this stack acts on; read which Istio
+runs there and plan each plane's version; render both planes with the matching istioctl; read the cluster; decide every component's Args (refusing before any mutation); declare the components in
 phase order, all through one explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
 `legacy` converges on the charm's layout, which after a migration is the way back.
 """
@@ -21,20 +21,24 @@ from components.guard import Guard
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import discovery, target as live_target
-from migration import config, plan, render
+from migration import config, istioctls, plan, render
 from migration.decide import Decisions, decide, objects_to_look_up
 from migration.secrets import weak_secrets
+from migration.version_policy import plan_versions
 
 
 def gather_and_decide() -> Decisions:
     """Everything read-only: config, renders, the cluster. Raises pulumi.RunError (one line) on refusal."""
     try:
         cfg = config.load()
-        renders = render.render_both(cfg)
         kube = pulumi.Config("kubernetes")
         root = pathlib.Path(pulumi.runtime.get_root_directory())
         target = live_target.resolve(kube.get("kubeconfig"), kube.get("context"), os.environ, root)
-        live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders))
+        istiods = discovery.istiods(target)
+        versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl))
+        renders = render.render_both(cfg, versions)
+        live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders),
+                              istiods)
         decided = decide(cfg, renders, live, target)
     except (config.ConfigError, live_target.TargetError, render.RenderError) as err:
         raise pulumi.RunError(str(err)) from None

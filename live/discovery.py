@@ -21,12 +21,21 @@ from migration.workloads import slim
 CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
 
 
-def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dict[str, Any]]) -> LiveMesh:
-    """Read the live mesh: cluster-wide lists, the CA Secrets of ca_namespaces, and which of look_up exist."""
+def istiods(target: KubeTarget) -> list[dict[str, Any]]:
+    """Every istiod Deployment (label app=istiod), in any namespace: which Istio runs where, read before rendering."""
+    api = api_client(target)
+    deployments = client.AppsV1Api(api).list_deployment_for_all_namespaces(label_selector="app=istiod").items
+    return [api.sanitize_for_serialization(d) for d in deployments]
+
+
+def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dict[str, Any]],
+         istiod_deployments: list[dict[str, Any]]) -> LiveMesh:
+    """Read the live mesh: cluster-wide lists, the CA Secrets of ca_namespaces, and which of look_up exist
+    (istiod_deployments: istiods(target), read once before rendering)."""
     api = api_client(target)
     resources = dynamic.DynamicClient(api).resources  # API discovery, once
     plain = api.sanitize_for_serialization
-    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    core = client.CoreV1Api(api)
     admission = client.AdmissionregistrationV1Api(api)
     view = pod_view(api)
     existing = _existing(resources, look_up)
@@ -43,7 +52,7 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
                 ca_secrets.setdefault(ns, {})[name] = dict(secret.data or {})
     return LiveMesh(
         namespaces=namespaces, crds=crds,
-        istiod_deployments=[plain(d) for d in apps.list_deployment_for_all_namespaces(label_selector="app=istiod").items],
+        istiod_deployments=istiod_deployments,
         mutating_webhooks=view["webhooks"],
         validating_webhooks=[plain(w) for w in admission.list_validating_webhook_configuration().items],
         ca_secrets=ca_secrets, pods=view["pods"],

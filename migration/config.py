@@ -12,7 +12,6 @@ from typing import Any, Callable, Mapping
 PROJECT = "kf-istio-migrate"
 TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
-SUPPORTED_ISTIO_VERSIONS = ("1.30-dev",)  # what the pinned istioctl renders (tools/pins.env ISTIO_VERSION)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
 ROLLOUT_STRATEGIES = ("namespaces", "workloads")
 UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
@@ -42,8 +41,13 @@ class MigrationConfig:
     """Namespace the control plane moves to (normally `istio-system`)."""
     revision: str
     """Istio revision of the new control plane; distinct from `default` so two istiods never fight over webhooks."""
-    istio_version: str
-    """Istio version rendered by the pinned istioctl; the only supported value is the pinned one."""
+    target_version: str | None
+    """The Istio version the new plane runs; None: the version the legacy istiod runs (a pure namespace move)."""
+    allow_development_builds: bool
+    """Whether a development build of Istio (live or target) may be moved; Istio supports no upgrade to or from one."""
+    istioctl: str | Mapping[str, str] | None
+    """The istioctl to render with: a path (for the one version needed), a map version -> path, or None (PATH:
+    `istioctl-<version>`, then `istioctl`); checked to report the version it renders."""
     profile: str
     """istioctl profile; the charm uses `minimal`."""
     values: Mapping[str, Any]
@@ -123,6 +127,25 @@ def _bool(key: str, value: Any) -> bool:
     raise ConfigError(key, value, "must be true or false")
 
 
+def _version(key: str, value: Any) -> str:
+    from migration.versions import parse_version
+    text = _text(key, value)
+    if parse_version(text).minor is None:
+        raise ConfigError(key, value, "must be an Istio version as istioctl reports it (1.24.3, 1.25.0-rc.1, 1.31-dev)")
+    return text
+
+
+def _istioctl(key: str, value: Any) -> str | dict[str, str]:
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, Mapping) and value and all(isinstance(k, str) and isinstance(v, str) and v
+                                                    for k, v in value.items()):
+        for version in value:
+            _version(f"{key}.{version}", version)
+        return dict(value)
+    raise ConfigError(key, value, "must be a path to istioctl, or a map of Istio versions to istioctl paths")
+
+
 def _set_overrides(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(key, value, "must be a map of istioctl --set keys to scalar values")
@@ -140,7 +163,9 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "sourceNamespace": (_namespace, "kubeflow"),
     "targetNamespace": (_namespace, "istio-system"),
     "revision": (_revision, "kf-1-30"),
-    "istioVersion": (_one_of(SUPPORTED_ISTIO_VERSIONS), SUPPORTED_ISTIO_VERSIONS[0]),
+    "targetVersion": (_version, None),
+    "allowDevelopmentBuilds": (_bool, False),
+    "istioctl": (_istioctl, None),
     "profile": (_one_of(PROFILES), "minimal"),
     "values": (_set_overrides, {}),
     "meshConfig": (_set_overrides, {"accessLogFile": "/dev/stdout"}),
@@ -178,7 +203,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
     return MigrationConfig(
         topology=parsed["topology"], source_namespace=parsed["sourceNamespace"],
         target_namespace=parsed["targetNamespace"], revision=parsed["revision"],
-        istio_version=parsed["istioVersion"], profile=parsed["profile"], values=parsed["values"],
+        target_version=parsed["targetVersion"], allow_development_builds=parsed["allowDevelopmentBuilds"],
+        istioctl=parsed["istioctl"], profile=parsed["profile"], values=parsed["values"],
         mesh_config=parsed["meshConfig"], gateway_namespace=parsed["gatewayNamespace"],
         root_namespace_policy=parsed["rootNamespacePolicy"], rollout_strategy=parsed["rolloutStrategy"],
         rollout_parallelism=parsed["rolloutParallelism"],
@@ -197,7 +223,9 @@ def load() -> MigrationConfig:
     present = {k.split(":", 1)[1] for k in {**get_config_env(), **CONFIG.get()} if k.startswith(f"{PROJECT}:")}
     raw: dict[str, Any] = {}
     for key in sorted(present | set(KEYS)):
-        value = config.get_object(key) if key in ("values", "meshConfig") else config.get(key)
+        value = config.get(key)
+        if key in ("values", "meshConfig") or (key == "istioctl" and (value or "").startswith("{")):
+            value = config.get_object(key)  # a map (pulumi config set --path 'kf-istio-migrate:istioctl["1.24.3"]')
         if value is not None:
             raw[key] = value
     return from_mapping(raw)

@@ -24,6 +24,7 @@ from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
+from migration.version_policy import VersionPlan
 from migration.workloads import Moves, moves
 
 
@@ -196,8 +197,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
                else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
     new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
-    legacy_istiod_image = versions.legacy_image(live.istiod_deployments, cfg.source_namespace,
-                                                f"{cfg.target_namespace}/{new_istiod['metadata']['name']}")
+    legacy_istiod_image = renders.versions.legacy_image
     if migrated:
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
         plane = [_namespace(cfg.target_namespace), *(_recording(o, legacy_istiod_image) for o in
@@ -236,7 +236,18 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
                  "removedObjects": len(steps.teardown) if steps else 0,
                  "legacyIstiod": versions.describe(legacy_istiod_image),
-                 "migratedIstiod": versions.describe(versions.istiod_image(new_istiod))})
+                 "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
+                 "crdSchemas": _crd_schemas(renders.versions, migrated)})
+
+
+def _crd_schemas(plan: VersionPlan, migrated: bool) -> str:
+    """What this stack does to the CRDs' schemas (preview shows it): a version jump rewrites them as `istioctl
+    install --revision` would, the way back returns them to the recorded version."""
+    if not plan.changes_version:
+        return f"kept at {plan.legacy.version}"
+    old, new = (plan.legacy.version, plan.migrated.version) if migrated else (plan.migrated.version,
+                                                                                plan.legacy.version)
+    return f"updated from {old} to {new}"
 
 
 def _recording(obj: dict[str, Any], legacy_image: str | None) -> dict[str, Any]:

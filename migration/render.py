@@ -11,13 +11,15 @@ import gzip
 import hashlib
 import os
 import pathlib
-import shutil
 import subprocess
 from typing import Any, Mapping
 
 import yaml
 
+from migration import istioctls
 from migration.config import MigrationConfig
+from migration.istioctls import RenderError
+from migration.version_policy import PlaneVersion, VersionPlan
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: istioctl's output is ~1 MB
 CACHE_DIR = pathlib.Path(os.environ.get("KFISTIO_RENDER_CACHE", pathlib.Path(__file__).resolve().parent.parent
@@ -39,20 +41,27 @@ class RenderInput:
     """meshConfig.* overrides, as sorted (key, value) pairs."""
 
 
-def legacy_input(cfg: MigrationConfig) -> RenderInput:
-    """The charm's install: profile minimal, istioNamespace = the model namespace, default revision."""
+def _values(cfg: MigrationConfig, plane: PlaneVersion) -> tuple[tuple[str, Any], ...]:
+    """The plane's image overrides under the configured values (an explicit kf-istio-migrate:values wins)."""
+    return tuple(sorted({**dict(plane.values), **cfg.values}.items()))
+
+
+def legacy_input(cfg: MigrationConfig, plane: PlaneVersion = PlaneVersion("")) -> RenderInput:
+    """The charm's install: profile minimal, istioNamespace = the model namespace, default revision, the images the
+    legacy istiod runs."""
     return RenderInput(namespace=cfg.source_namespace, revision="default", profile=cfg.profile,
-                       values=tuple(sorted(cfg.values.items())), mesh_config=tuple(sorted(cfg.mesh_config.items())))
+                       values=_values(cfg, plane), mesh_config=tuple(sorted(cfg.mesh_config.items())))
 
 
-def migrated_input(cfg: MigrationConfig) -> RenderInput:
-    """The new plane: same flags in the target namespace under its own revision. With rootNamespacePolicy=keep,
-    mesh-wide config stays where users put it (meshConfig.rootNamespace = the old namespace)."""
+def migrated_input(cfg: MigrationConfig, plane: PlaneVersion = PlaneVersion("")) -> RenderInput:
+    """The new plane: same flags in the target namespace under its own revision, at the plane's version and images.
+    With rootNamespacePolicy=keep, mesh-wide config stays where users put it (meshConfig.rootNamespace = the old
+    namespace)."""
     mesh = dict(cfg.mesh_config)
     if cfg.root_namespace_policy == "keep":
         mesh.setdefault("rootNamespace", cfg.source_namespace)
     return RenderInput(namespace=cfg.target_namespace, revision=cfg.revision, profile=cfg.profile,
-                       values=tuple(sorted(cfg.values.items())), mesh_config=tuple(sorted(mesh.items())))
+                       values=_values(cfg, plane), mesh_config=tuple(sorted(mesh.items())))
 
 
 def _scalar(value: Any) -> str:
@@ -74,10 +83,6 @@ def istioctl_args(inp: RenderInput) -> list[str]:
     return args
 
 
-class RenderError(RuntimeError):
-    """istioctl could not render what the config asks for; the message names the binary, version or fix."""
-
-
 def cache_key(version: str, args: list[str]) -> str:
     """The render cache key: the Istio version and the istioctl arguments (what decides the output)."""
     return hashlib.sha256("\0".join([version, *args]).encode()).hexdigest()[:24]
@@ -91,34 +96,21 @@ def _cached(directory: pathlib.Path, key: str) -> str | None:
     return None
 
 
-def istioctl_version(istioctl: str) -> str:
-    """The version istioctl reports about itself (`client version: 1.30-dev` -> `1.30-dev`)."""
-    out = subprocess.run([istioctl, "version", "--remote=false", "--short"], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    return out.rsplit(":", 1)[-1].strip()
-
-
 def render_text(inp: RenderInput, version: str, cache_dir: pathlib.Path | None = None,
-                istioctl: str | None = None, run_istioctl: bool = True) -> str:
+                istioctl: istioctls.Configured = None, run_istioctl: bool = True) -> str:
     """istioctl's YAML for inp at version: from the cache when rendered before (istioctl is not run at all), else
-    rendered by an istioctl that reports exactly that version, and cached."""
+    rendered by the istioctl for that version (istioctls.find: istioctl as configured, else from PATH), cached."""
     cache_dir = cache_dir or CACHE_DIR
     args = istioctl_args(inp)
+    if istioctls.configured_for(version, istioctl):
+        istioctls.find(version, istioctl)  # an istioctl the operator named is checked even when the cache answers
     key = cache_key(version, args)
     text = _cached(cache_dir, key)
     if text is not None:
         return text
     if not run_istioctl:
         raise RenderError(f"no recorded render of istioctl {version} {' '.join(args)} in {cache_dir}")
-    istioctl = istioctl or shutil.which("istioctl")
-    if not istioctl:
-        raise RenderError("istioctl is not on PATH: run `make setup` and put the toolchain on PATH "
-                          "(`eval \"$(.venv/bin/python -m devcluster tools)\"`), or install istioctl " + version)
-    actual = istioctl_version(istioctl)
-    if actual != version:
-        raise RenderError(f"{istioctl} is istioctl {actual}, but kf-istio-migrate:istioVersion is {version}; "
-                          f"put istioctl {version} first on PATH")
-    out = subprocess.run([istioctl, *args], capture_output=True, text=True)
+    out = subprocess.run([istioctls.find(version, istioctl), *args], capture_output=True, text=True)
     if out.returncode != 0:
         raise RenderError(f"istioctl {' '.join(args)} failed: {out.stderr.strip()}")
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -144,11 +136,15 @@ class Renders:
 
     legacy: list[dict[str, Any]]
     migrated: list[dict[str, Any]]
+    versions: VersionPlan
 
 
-def render_both(cfg: MigrationConfig, **kwargs) -> Renders:
-    return Renders(legacy=render(legacy_input(cfg), cfg.istio_version, **kwargs),
-                   migrated=render(migrated_input(cfg), cfg.istio_version, **kwargs))
+def render_both(cfg: MigrationConfig, versions: VersionPlan, **kwargs) -> Renders:
+    """Each plane rendered at its own version and images (kwargs: render_text's; istioctl defaults to cfg's)."""
+    kwargs.setdefault("istioctl", cfg.istioctl)
+    return Renders(legacy=render(legacy_input(cfg, versions.legacy), versions.legacy.version, **kwargs),
+                   migrated=render(migrated_input(cfg, versions.migrated), versions.migrated.version, **kwargs),
+                   versions=versions)
 
 
 def is_crd(obj: Mapping[str, Any]) -> bool:

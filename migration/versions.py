@@ -2,8 +2,7 @@
 
 Istio's images are `<hub>/pilot:<tag>`; a release's tag is its version (`1.24.3`), optionally with a pre-release
 (`1.25.0-rc.1`) and a variant (`-distroless`, `-debug`). Development builds are tagged `latest`, `<minor>-dev`,
-`<minor>-alpha.<commit>` or a bare commit. Issue #14 builds the version policy on this; today the migration records
-what it moves from and to.
+`<minor>-alpha.<commit>` or a bare commit. migration/version_policy.py decides from these what each plane runs.
 """
 
 from __future__ import annotations
@@ -45,6 +44,11 @@ def build_of(image: str) -> IstioBuild:
         return IstioBuild(known, f"{major}.{minor}-dev" if known else f"dev ({tag.split('-')[0]})",
                           development=True, variant=variant or "")
     return IstioBuild(None, f"unknown ({tag or 'no tag'})", development=False)
+
+
+def parse_version(version: str) -> IstioBuild:
+    """A version as istioctl reports it or a user writes it (`1.24.3`, `1.30-dev`): the build of that tag."""
+    return build_of(f"pilot:{version}")
 
 
 def istiod_image(deployment: Mapping[str, Any]) -> str:

@@ -32,3 +32,9 @@ def test_referenced_files_exist(doc):
 def test_design_answers_the_five_questions():
     headings = re.findall(r"^## (\d)\. (.*)$", (REPO / "docs" / "design.md").read_text(), re.M)
     assert [n for n, _ in headings] == ["1", "2", "3", "4", "5"]
+
+
+def test_every_config_key_is_in_the_readme_reference():
+    from migration.config import KEYS
+    text = (REPO / "README.md").read_text()
+    assert not [key for key in KEYS if f"| `{key}` |" not in text], "README's configuration table misses keys"

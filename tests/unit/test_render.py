@@ -108,6 +108,18 @@ def test_a_cache_hit_runs_no_istioctl(tmp_path, fake_istioctl):
 
 def test_an_istioctl_of_another_version_is_refused(tmp_path, fake_istioctl, monkeypatch):
     monkeypatch.setenv("FAKE_VERSION", "1.29.1")
-    with pytest.raises(render.RenderError, match=r"is istioctl 1\.29\.1, but kf-istio-migrate:istioVersion is 1\.30-dev"):
+    with pytest.raises(render.RenderError, match=r"is istioctl 1\.29\.1, but this plane runs Istio 1\.30-dev: install"):
         render.render(render.legacy_input(CFG), "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl))
     assert not list(tmp_path.glob("*.yaml")), "nothing cached from a refused istioctl"
+
+
+def test_an_istioctl_the_operator_named_is_checked_even_when_the_cache_answers(tmp_path, fake_istioctl, monkeypatch):
+    inp = render.legacy_input(CFG)
+    render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl))
+    other = tmp_path / "other" / "istioctl"
+    other.parent.mkdir()
+    other.write_text(FAKE_ISTIOCTL.replace("$FAKE_VERSION", "1.31-dev"))
+    other.chmod(0o755)
+    with pytest.raises(render.RenderError, match=r"other/istioctl is istioctl 1\.31-dev, but this plane runs Istio"):
+        render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=str(other))
+    assert render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=None), "unnamed: the cache answers"

@@ -1,0 +1,111 @@
+"""Which Istio version and images each plane is rendered with, and which moves are allowed (pure).
+
+Default: a pure namespace move. The new plane runs the version and images the legacy istiod runs (read off its
+image, or off the record the migration left on the new istiod once the legacy one is gone). An explicit
+`targetVersion` may ask for a revision-based (canary) upgrade at the same time, within Istio's rule: the new
+control plane at most two minors above the old one (https://istio.io/latest/docs/setup/upgrade/canary/, "Upgrade
+across two minor versions"), never below it. Development builds are refused unless `allowDevelopmentBuilds`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from migration.config import MigrationConfig
+from migration.plan import PreflightRefused
+from migration.versions import IstioBuild, build_of, istiod_image, legacy_image, parse_version
+
+MAX_MINOR_JUMP = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class PlaneVersion:
+    """How istioctl renders one plane: its version and the image overrides that reproduce the running images."""
+
+    version: str
+    """What the istioctl rendering this plane must report (`1.24.3`, `1.30-dev`)."""
+    values: tuple[tuple[str, str], ...] = ()
+    """values.* overrides (global.hub, global.tag, pilot.image); empty: the istioctl's own defaults."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionPlan:
+    legacy: PlaneVersion
+    migrated: PlaneVersion
+    legacy_image: str | None
+    """The legacy istiod's image, live or recorded (None on a cluster that never ran it)."""
+
+    @property
+    def changes_version(self) -> bool:
+        return self.legacy.version != self.migrated.version
+
+
+def image_values(image: str, version: str | None = None) -> tuple[tuple[str, str], ...]:
+    """The overrides that render image again (with version's tag instead of the image's own, keeping its variant)."""
+    repository, _, tag = image.partition("@")[0].rpartition(":")
+    hub, _, name = repository.rpartition("/")
+    if version is not None:
+        variant = build_of(image).variant
+        tag = f"{version}-{variant}" if variant else version
+    values = {"global.hub": hub, "global.tag": tag, **({"pilot.image": name} if name != "pilot" else {})}
+    return tuple(sorted(values.items()))
+
+
+def _known(image: str, where: str) -> IstioBuild:
+    build = build_of(image)
+    if build.minor is None:
+        raise PreflightRefused(
+            f"the {where} istiod runs {image}, whose tag names no Istio version ({build.version}); the migration only "
+            f"moves a known version: run a tagged image (the istio-pilot charm's image-configuration global-tag)")
+    return build
+
+
+def _check_jump(source: IstioBuild, target: IstioBuild) -> None:
+    """Istio's canary rule: same major, 0 to MAX_MINOR_JUMP minors up; within a minor, releases never go back."""
+    allowed = (f"{source.minor[0]}.{source.minor[1]} to {source.minor[0]}.{source.minor[1] + MAX_MINOR_JUMP} "
+               f"(no downgrade; at most {MAX_MINOR_JUMP} minors up, Istio's revision-based upgrade rule)")
+    jump = target.minor[1] - source.minor[1]
+    if target.minor[0] != source.minor[0] or not 0 <= jump <= MAX_MINOR_JUMP:
+        raise PreflightRefused(f"kf-istio-migrate:targetVersion {target.version} is outside what a move from the "
+                               f"live {source.version} may do: allowed {allowed}")
+    if jump == 0 and not (source.development or target.development) and _release_key(target) < _release_key(source):
+        raise PreflightRefused(f"kf-istio-migrate:targetVersion {target.version} is older than the live "
+                               f"{source.version}: allowed {allowed}")
+
+
+def _release_key(build: IstioBuild) -> tuple:
+    numbers, _, pre = build.version.partition("-")
+    return (*map(int, numbers.split(".")), not pre, pre)  # 1.25.0-rc.1 < 1.25.0
+
+
+def _check_development(builds: dict[str, IstioBuild], allow: bool) -> None:
+    dev = {what: b.version for what, b in builds.items() if b.development}
+    if dev and not allow:
+        named = ", ".join(f"{what} {version}" for what, version in dev.items())
+        raise PreflightRefused(f"development build of Istio ({named}): Istio does not support upgrading to or from "
+                               f"one; set kf-istio-migrate:allowDevelopmentBuilds to true to move it anyway")
+
+
+def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: Callable[[], str]) -> VersionPlan:
+    """The version plan for cfg on a cluster whose istiod Deployments are istiods. istioctl_version() (what the
+    operator's istioctl reports) is asked only when neither the cluster nor targetVersion says a version."""
+    image = legacy_image(istiods, cfg.source_namespace, f"{cfg.target_namespace}/istiod-{cfg.revision}")
+    running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == cfg.target_namespace), None)
+    if image is None:  # a fresh cluster: what the config or the operator's istioctl says, at istioctl's images
+        version = cfg.target_version or istioctl_version()
+        _check_development({"istioctl": parse_version(version)}, cfg.allow_development_builds)
+        return VersionPlan(PlaneVersion(version), PlaneVersion(version), None)
+    source = _known(image, "legacy")
+    legacy = PlaneVersion(source.version, image_values(image))
+    if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
+        migrated = PlaneVersion(_known(running, "migrated").version, image_values(running)) if running else legacy
+        _check_development({"legacy": source}, cfg.allow_development_builds)
+        return VersionPlan(legacy, migrated, image)
+    if cfg.target_version is None or cfg.target_version == source.version:
+        _check_development({"legacy": source}, cfg.allow_development_builds)
+        return VersionPlan(legacy, legacy, image)
+    target = parse_version(cfg.target_version)
+    _check_development({"legacy": source, "target": target}, cfg.allow_development_builds)
+    _check_jump(source, target)
+    return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version)), image)

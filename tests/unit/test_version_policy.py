@@ -1,0 +1,146 @@
+"""The version policy: a pure move by default, Istio's canary rule for an explicit targetVersion, development builds
+only on request, the way back at the recorded version; and which istioctl renders a version."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from migration import istioctls
+from migration.config import from_mapping
+from migration.plan import PreflightRefused
+from migration.version_policy import PlaneVersion, image_values, plan_versions
+from migration.versions import RECORD_ANNOTATION
+from tests.fixtures import recorded
+from tests.unit.live_mesh import charm_install
+from tests.unit.test_render import FAKE_ISTIOCTL
+
+
+def istiod(namespace: str, image: str, name: str = "istiod", annotations: dict | None = None) -> dict:
+    return {"metadata": {"namespace": namespace, "name": name, "annotations": annotations or {}},
+            "spec": {"template": {"spec": {"containers": [{"name": "discovery", "image": image}]}}}}
+
+
+def cfg(topology: str = "migrated", **raw):
+    return from_mapping({"topology": topology, **raw})
+
+
+def no_istioctl() -> str:
+    raise AssertionError("the operator's istioctl is asked only when the cluster and the config say no version")
+
+
+LIVE = [istiod("kubeflow", "docker.io/istio/pilot:1.24.3")]
+
+
+def test_by_default_the_new_plane_runs_exactly_the_legacy_version_and_images():
+    plan = plan_versions(cfg(), LIVE, no_istioctl)
+    assert plan.migrated == plan.legacy == PlaneVersion("1.24.3", (("global.hub", "docker.io/istio"),
+                                                                   ("global.tag", "1.24.3")))
+    assert not plan.changes_version and plan.legacy_image == "docker.io/istio/pilot:1.24.3"
+    assert plan_versions(cfg(targetVersion="1.24.3"), LIVE, no_istioctl) == plan
+
+
+def test_the_charm_install_of_the_pinned_build_plans_the_recorded_same_version_move():
+    live = charm_install()
+    assert plan_versions(cfg(allowDevelopmentBuilds="true"), live.istiod_deployments, no_istioctl) == \
+        recorded.same_version(cfg())
+
+
+@pytest.mark.parametrize("target", ["1.24.5", "1.25.0", "1.26.2", "1.26.0-rc.1"])
+def test_a_jump_within_istios_canary_rule_renders_the_target_at_the_live_hub(target):
+    plan = plan_versions(cfg(targetVersion=target), LIVE, no_istioctl)
+    assert plan.legacy.version == "1.24.3" and plan.migrated.version == target and plan.changes_version
+    assert dict(plan.migrated.values) == {"global.hub": "docker.io/istio", "global.tag": target}
+
+
+@pytest.mark.parametrize("target, why", [
+    ("1.27.0", "outside what a move from the live 1.24.3 may do: allowed 1.24 to 1.26"),
+    ("1.23.6", "outside what a move from the live 1.24.3 may do"),
+    ("2.0.0", "outside what a move from the live 1.24.3 may do"),
+    ("1.24.2", "1.24.2 is older than the live 1.24.3"),
+    ("1.24.3-rc.1", "is older than the live 1.24.3"),
+    ("1.25-dev", "development build of Istio (target 1.25-dev)"),
+])
+def test_a_move_outside_the_rule_is_refused_naming_both_versions(target, why):
+    with pytest.raises(PreflightRefused, match="targetVersion|development") as err:
+        plan_versions(cfg(targetVersion=target), LIVE, no_istioctl)
+    assert why in str(err.value)
+
+
+def test_a_development_build_moves_only_on_request():
+    live = [istiod("kubeflow", "gcr.io/istio-testing/pilot:1.30-dev")]
+    with pytest.raises(PreflightRefused, match=r"development build of Istio \(legacy 1\.30-dev\).*"
+                                               r"allowDevelopmentBuilds to true"):
+        plan_versions(cfg(), live, no_istioctl)
+    plan = plan_versions(cfg(allowDevelopmentBuilds="true", targetVersion="1.31-dev"), live, no_istioctl)
+    assert plan.migrated == PlaneVersion("1.31-dev", (("global.hub", "gcr.io/istio-testing"),
+                                                      ("global.tag", "1.31-dev")))
+
+
+def test_an_image_whose_tag_names_no_version_is_refused():
+    with pytest.raises(PreflightRefused, match=r"runs docker.io/istio/pilot:custom, whose tag names no Istio"):
+        plan_versions(cfg(), [istiod("kubeflow", "docker.io/istio/pilot:custom")], no_istioctl)
+
+
+def test_the_way_back_returns_to_the_recorded_version_and_removes_the_plane_as_it_runs():
+    recorded_on = istiod("istio-system", "docker.io/istio/pilot:1.25.1-distroless", name="istiod-kf-1-30",
+                         annotations={RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3"})
+    plan = plan_versions(cfg("legacy", targetVersion="1.25.1"), [recorded_on], no_istioctl)
+    assert plan.legacy == PlaneVersion("1.24.3", image_values("docker.io/istio/pilot:1.24.3"))
+    assert plan.migrated == PlaneVersion("1.25.1", (("global.hub", "docker.io/istio"),
+                                                    ("global.tag", "1.25.1-distroless")))
+    assert plan_versions(cfg(), [recorded_on], no_istioctl).legacy == plan.legacy, "the record outlives the teardown"
+
+
+def test_a_fresh_cluster_renders_what_the_config_or_the_operators_istioctl_says():
+    assert plan_versions(cfg("legacy", targetVersion="1.24.3"), [], no_istioctl).legacy == PlaneVersion("1.24.3")
+    plan = plan_versions(cfg("legacy"), [], lambda: "1.25.0")
+    assert plan.legacy == plan.migrated == PlaneVersion("1.25.0") and plan.legacy_image is None
+
+
+@pytest.mark.parametrize("image, version, values", [
+    ("my.registry:5000/mirror/pilot:1.24.3-distroless", "1.25.0",
+     {"global.hub": "my.registry:5000/mirror", "global.tag": "1.25.0-distroless"}),
+    ("docker.io/istio/pilot:1.24.3", None, {"global.hub": "docker.io/istio", "global.tag": "1.24.3"}),
+    ("quay.io/acme/istio-pilot:1.24.3", None,
+     {"global.hub": "quay.io/acme", "global.tag": "1.24.3", "pilot.image": "istio-pilot"}),
+])
+def test_image_values_reproduce_the_image(image, version, values):
+    assert dict(image_values(image, version)) == values
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """istioctl-<version> on PATH for two versions, and one more outside PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, version in (("istioctl-1.24.3", "1.24.3"), ("istioctl", "1.25.0"), ("../other", "1.26.1")):
+        path = bin_dir / name
+        path.write_text(FAKE_ISTIOCTL.replace("$FAKE_VERSION", version))
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return tmp_path
+
+
+def test_istioctl_is_found_by_version_and_checked(fake):
+    assert istioctls.find("1.24.3") == str(fake / "bin" / "istioctl-1.24.3")
+    assert istioctls.find("1.25.0") == str(fake / "bin" / "istioctl"), "plain istioctl when it is that version"
+    assert istioctls.find("1.26.1", {"1.26.1": str(fake / "other")}) == str(fake / "other")
+    assert istioctls.default_version() == "1.25.0"
+
+
+@pytest.mark.parametrize("version, configured, message", [
+    ("1.27.0", None, "no istioctl 1.27.0 found (this plane runs Istio 1.27.0): install istioctl 1.27.0 and set "
+                     "kf-istio-migrate:istioctl"),
+    ("1.24.3", "{other}", "kf-istio-migrate:istioctl {other} is istioctl 1.26.1, but this plane runs Istio 1.24.3"),
+    ("1.24.3", {"1.24.3": "{other}"}, "is istioctl 1.26.1, but this plane runs Istio 1.24.3"),
+    ("1.24.3", "{fake}/missing", "does not run as istioctl"),
+])
+def test_a_missing_or_mismatched_istioctl_is_refused_naming_what_to_install(fake, version, configured, message):
+    fill = lambda text: text.format(other=fake / "other", fake=fake)  # noqa: E731
+    configured = {k: fill(v) for k, v in configured.items()} if isinstance(configured, dict) else \
+        configured and fill(configured)
+    with pytest.raises(istioctls.RenderError) as err:
+        istioctls.find(version, copy.deepcopy(configured))
+    assert fill(message) in str(err.value)
