@@ -31,6 +31,8 @@ from typing import Any
 import jinja2
 import yaml
 
+from devcluster.toolchain import pins
+
 TEMPLATES = pathlib.Path(__file__).parent / "charms"
 MODEL = "kubeflow"
 PILOT_APP = "istio-pilot"
@@ -149,7 +151,12 @@ def pilot_reconcile(env: dict[str, str], routes: tuple[Route, ...] = KUBEFLOW_RO
                         "--ignore-not-found"], env=env, check=True, capture_output=True, text=True)
 
 
-CHARM_FLAGS = ["--set", "profile=minimal", "--set", f"values.global.istioNamespace={MODEL}"]
+IMAGE_CONFIGURATION = {"pilot.image": "pilot", "global.tag": pins()["ISTIO_VERSION"], "global.proxy.image": "proxyv2",
+                       "global.proxy_init.image": "proxyv2"}
+"""istio-pilot's `image-configuration` (its config.yaml default) as values.*, tagged with the Istio the embedded
+cluster runs; its `global-hub` is left out, so the images keep istioctl's default hub (this repository names none)."""
+CHARM_FLAGS = ["--set", "profile=minimal", "--set", f"values.global.istioNamespace={MODEL}",
+               *(arg for key, value in IMAGE_CONFIGURATION.items() for arg in ("--set", f"values.{key}={value}"))]
 
 
 def pilot_remove(env: dict[str, str], form: str = "uninstall") -> subprocess.CompletedProcess:

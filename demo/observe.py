@@ -22,7 +22,8 @@ def kubectl_json(env: dict[str, str], *args: str) -> dict[str, Any]:
 
 
 def snapshot(env: dict[str, str]) -> dict[str, Any]:
-    """CRD UIDs, every Istio CR's spec/labels/annotations, and each namespace's istio-ca-root-cert."""
+    """CRD UIDs and specs (as served, canonical JSON), every Istio CR's spec/labels/annotations, and each namespace's
+    istio-ca-root-cert."""
     crds = {c["metadata"]["name"]: c for c in kubectl_json(env, "get", "crd")["items"]
             if c["metadata"]["name"].endswith(".istio.io")}
     crs = {}
@@ -36,7 +37,8 @@ def snapshot(env: dict[str, str]) -> dict[str, Any]:
     roots = {cm["metadata"]["namespace"]: hashlib.sha256(cm["data"].get("root-cert.pem", "").encode()).hexdigest()
              for cm in kubectl_json(env, "get", "configmap", "-A", "--field-selector",
                                     "metadata.name=istio-ca-root-cert")["items"]}
-    return {"crd_uids": {n: c["metadata"]["uid"] for n, c in crds.items()}, "crs": crs, "roots": roots}
+    return {"crd_uids": {n: c["metadata"]["uid"] for n, c in crds.items()}, "crs": crs, "roots": roots,
+            "crd_specs": {n: json.dumps(c["spec"], sort_keys=True) for n, c in crds.items()}}
 
 
 def selector_string(selector: dict[str, Any] | None) -> str:

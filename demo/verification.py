@@ -10,6 +10,7 @@ from kubernetes import config
 
 from demo.observe import kubectl_json
 from live.discovery import pod_view
+from migration.versions import build_of, istiod_image
 from migration.workloads import offenders, proxy_address, service_of
 
 
@@ -32,15 +33,22 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
     conditions = (istiods.get((new_ns, new_istiod)) or {}).get("status", {}).get("conditions", [])
     available = next((c["status"] for c in conditions if c["type"] == "Available"), "missing")
     old = sorted(name for ns, name in istiods if ns == old_ns)
+    legacy, new_image = outputs["legacyIstiod"], istiod_image(istiods[(new_ns, new_istiod)]) if (
+        new_ns, new_istiod) in istiods else "missing"
+    same_specs = [n for n, spec in before["crd_specs"].items() if after["crd_specs"].get(n) == spec]
     changed_crs = sorted(k for k in before["crs"] if before["crs"][k] != after["crs"].get(k))
     return [
         ("CRD UIDs unchanged", f"{sum(before['crd_uids'][n] == after['crd_uids'].get(n) for n in before['crd_uids'])}"
          f"/{len(before['crd_uids'])}", before["crd_uids"] == after["crd_uids"] and len(before["crd_uids"]) > 0),
+        ("CRD specs byte-identical (same version)", f"{len(same_specs)}/{len(before['crd_specs'])}",
+         before["crd_specs"] == after["crd_specs"] and len(same_specs) > 0),
         ("Istio CRs identical (spec, labels, annotations)", f"{len(before['crs'])} before, {len(after['crs'])} after,"
          f" {len(changed_crs)} changed", before["crs"] == after["crs"] and len(before["crs"]) > 0),
         ("istio-ca-root-cert identical in every namespace", f"{len(set(after['roots'].values()))} distinct root(s)",
          len(set(after["roots"].values())) == 1 and all(after["roots"].get(ns) == h for ns, h in before["roots"].items())),
         ("new istiod Available", f"{new_ns}/{new_istiod} Available={available}", available == "True"),
+        ("Istio version kept (the same image)", f"{legacy['version']} -> {build_of(new_image).version} "
+         f"({new_image})", new_image == legacy["image"]),
         ("injectors per profile namespace, every sample", f"min {min(counts, default=0)}, max {max(counts, default=0)}"
          f" over {len(samples)} samples", bool(counts) and min(counts) == max(counts) == 1),
         ("default validator targets a live Service", f"{dangling} bad samples", dangling == 0 and bool(samples)),

@@ -31,7 +31,9 @@ class Workspace:
     def create(self, bind_kubeconfig: bool = True, **config: Any) -> "Workspace":
         """Write Pulumi.yaml and the stack files; bind_kubeconfig names the cluster's kubeconfig in each stack's
         config (kubernetes:kubeconfig), else the program falls back to KUBECONFIG from the environment. config
-        holds kf-istio-migrate:* overrides for every stack."""
+        holds kf-istio-migrate:* overrides for every stack. The embedded cluster runs the toolchain's development
+        builds of Istio (tools/pins.env), so allowDevelopmentBuilds is true unless config says otherwise."""
+        config = {"allowDevelopmentBuilds": "true", **config}
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.cluster.dir / "pulumi").mkdir(exist_ok=True)
         project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())

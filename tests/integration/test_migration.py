@@ -22,8 +22,9 @@ from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_ist
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
-CHECKS = ["CRD UIDs unchanged", "Istio CRs identical (spec, labels, annotations)",
-          "istio-ca-root-cert identical in every namespace", "new istiod Available",
+CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
+          "Istio CRs identical (spec, labels, annotations)",
+          "istio-ca-root-cert identical in every namespace", "new istiod Available", "Istio version kept (the same image)",
           "injectors per profile namespace, every sample", "default validator targets a live Service",
           "workloads moved, by way and kind", "no pod left on the old istiod (gateway included)",
           "old control plane removed",

@@ -7,10 +7,9 @@ import time
 
 import pytest
 
+from demo.fixture import CHARM_INSTALL
 from tests.support import poll, run
 
-CHARM_INSTALL = ["istioctl", "install", "-y", "--set", "profile=minimal",
-                 "--set", "values.global.istioNamespace=kubeflow"]
 DEPLOYMENT = """
 apiVersion: apps/v1
 kind: Deployment
