@@ -99,7 +99,8 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     source = _known(image, "legacy")
     legacy = PlaneVersion(source.version, image_values(image))
     if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
-        migrated = PlaneVersion(_known(running, "migrated").version, image_values(running)) if running else legacy
+        known = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
+        migrated = PlaneVersion(build_of(running).version, image_values(running)) if known else legacy
         _check_development({"legacy": source}, cfg.allow_development_builds)
         return VersionPlan(legacy, migrated, image)
     if cfg.target_version is None or cfg.target_version == source.version:

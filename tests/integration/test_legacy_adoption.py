@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from demo import fixture
-from demo.observe import InjectorSampler, kubectl_json, snapshot
-from tests.support import fresh_workspace, one_injector_throughout, run
+from demo.observe import kubectl_json, snapshot
+from tests.support import fresh_workspace, one_injector_throughout, run, up_sampled
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
 
@@ -18,12 +18,7 @@ def adopted():
     fixture.build(env, SIZE)
     before = snapshot(env)
     webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), fixture.profile_namespaces(SIZE))
-    sampler.start()
-    try:
-        workspace.up("legacy")
-    finally:
-        samples = sampler.stop()
+    samples = up_sampled(workspace, "legacy", fixture.profile_namespaces(SIZE))
     yield {"workspace": workspace, "before": before, "after": snapshot(env), "samples": samples,
            "webhooks_before": webhooks_before}
     workspace.cluster.down(purge=True)

@@ -14,12 +14,13 @@ import subprocess
 import pytest
 
 from demo import fixture
-from demo.observe import InjectorSampler, kubectl_json, snapshot
+from demo.observe import kubectl_json, snapshot
 from devcluster.toolchain import pins
 from migration import render
 from migration.versions import build_of, istiod_image
 from migration.workloads import proxy_address
-from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_lost, one_injector_throughout
+from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_lost, one_injector_throughout,
+                           roll_back_and_check, up_sampled)
 
 PINNED, NEXT = pins()["ISTIO_VERSION"], pins()["ISTIO_NEXT_VERSION"]
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)  # Deployments only: no pipeline step to wait for
@@ -70,14 +71,7 @@ def mesh():
     env = workspace.env
     before = {"snapshot": snapshot(env), "image": istiod_image(istiods(env)["kubeflow/istiod"]),
               "crds": live_crd_versions(env), "proxies": proxy_images(env)}
-    workspace.init("migrated")
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
-    sampler.start()
-    try:
-        workspace.up("migrated")
-    finally:
-        samples = sampler.stop()
-    yield workspace, before, samples
+    yield workspace, before, up_sampled(workspace, "migrated", PROFILES)
     workspace.cluster.down(purge=True)
 
 
@@ -116,13 +110,12 @@ def test_every_sidecar_runs_the_next_builds_proxy_on_the_new_istiod(mesh):
 def test_the_rollback_returns_to_the_recorded_version(mesh):
     """Runs last: the legacy stack renders at the version recorded on the new istiod (the legacy one is gone)."""
     workspace, before, _ = mesh
-    workspace.up("legacy")
+    roll_back_and_check(workspace, PROFILES)  # one injector throughout, nothing lost, every sidecar on the old istiod
     outputs = workspace.outputs("legacy")
     assert outputs["crdSchemas"] == f"updated from {NEXT} to {PINNED}"
     env = workspace.env
     assert istiod_image(istiods(env)["kubeflow/istiod"]) == before["image"]
     assert discovery_binaries(env, "kubeflow") == {"pilot-discovery"}, "the pinned build serves the legacy plane"
     assert live_crd_versions(env) == before["crds"], "the CRDs hold the recorded version's schemas again"
-    nothing_lost(env, before["snapshot"])
     assert {(image, address) for image, address in proxy_images(env).values()} == \
         {(image, LEGACY_ISTIOD) for image, _ in before["proxies"].values()}

@@ -144,3 +144,9 @@ def test_a_missing_or_mismatched_istioctl_is_refused_naming_what_to_install(fake
     with pytest.raises(istioctls.RenderError) as err:
         istioctls.find(version, copy.deepcopy(configured))
     assert fill(message) in str(err.value)
+
+
+def test_the_way_back_from_an_untagged_migrated_plane_removes_it_as_the_legacy_version_renders_it():
+    live = [*LIVE, istiod("istio-system", "registry.example/pilot:latest", name="istiod-kf-1-30")]
+    plan = plan_versions(cfg("legacy"), live, no_istioctl)
+    assert plan.migrated == plan.legacy and not plan.changes_version
