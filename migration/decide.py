@@ -24,7 +24,7 @@ from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
-from migration.version_policy import VersionPlan
+from migration.version_policy import VersionPlan, check_crds_not_downgraded, crd_versions
 from migration.workloads import Moves, moves
 
 
@@ -199,6 +199,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
     legacy_istiod_image = renders.versions.legacy_image
     if migrated:
+        check_crds_not_downgraded(renders.versions, live.crds)
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
         plane = [_namespace(cfg.target_namespace), *(_recording(o, legacy_istiod_image) for o in
                                                      render.control_plane(rendered)), steps.ca_secret]
@@ -237,7 +238,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "removedObjects": len(steps.teardown) if steps else 0,
                  "legacyIstiod": versions.describe(legacy_istiod_image),
                  "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
-                 "crdSchemas": _crd_schemas(renders.versions, migrated)})
+                 "crdSchemas": _crd_schemas(renders.versions, migrated),
+                 "liveCrdVersions": crd_versions(live.crds)})
 
 
 def _crd_schemas(plan: VersionPlan, migrated: bool) -> str:

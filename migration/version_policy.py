@@ -110,3 +110,28 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     _check_development({"legacy": source, "target": target}, cfg.allow_development_builds)
     _check_jump(source, target)
     return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version)), image)
+
+
+CRD_VERSION_LABEL = "app.kubernetes.io/version"
+
+
+def crd_versions(crds: dict[str, dict]) -> list[str]:
+    """The Istio versions the live CRDs are labelled with (istioctl and Helm label them with the chart version;
+    development builds label `1.0.0`, which says nothing and is left out)."""
+    labelled = {(c.get("labels") or {}).get(CRD_VERSION_LABEL) for c in crds.values()} - {None, "1.0.0"}
+    return sorted(labelled)
+
+
+def check_crds_not_downgraded(plan: VersionPlan, crds: dict[str, dict]) -> None:
+    """Refuse rendering the migrated plane's CRDs at a release older than the live CRDs say they are (a half-done
+    upgrade: istiod older than its CRDs); rewriting them would drop the newer schemas' fields."""
+    target = parse_version(plan.migrated.version)
+    if target.development or target.minor is None:
+        return
+    newer = [v for v in crd_versions(crds) if (b := parse_version(v)).minor is not None and not b.development
+             and _release_key(b) > _release_key(target)]
+    if newer:
+        raise PreflightRefused(f"the Istio CRDs are labelled {CRD_VERSION_LABEL}={', '.join(newer)}, newer than "
+                               f"{plan.migrated.version} that the new plane would render them at: set "
+                               f"kf-istio-migrate:targetVersion to {newer[-1]} (and its istioctl), or finish the "
+                               f"istio-pilot upgrade first")

@@ -4,15 +4,19 @@ only on request, the way back at the recorded version; and which istioctl render
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
 from migration import istioctls
 from migration.config import from_mapping
+from migration.decide import decide
 from migration.plan import PreflightRefused
-from migration.version_policy import PlaneVersion, image_values, plan_versions
+from migration.version_policy import (PlaneVersion, check_crds_not_downgraded, crd_versions, image_values,
+                                      plan_versions)
 from migration.versions import RECORD_ANNOTATION
 from tests.fixtures import recorded
+from tests.unit.harness import TARGET
 from tests.unit.live_mesh import charm_install
 from tests.unit.test_render import FAKE_ISTIOCTL
 
@@ -150,3 +154,31 @@ def test_the_way_back_from_an_untagged_migrated_plane_removes_it_as_the_legacy_v
     live = [*LIVE, istiod("istio-system", "registry.example/pilot:latest", name="istiod-kf-1-30")]
     plan = plan_versions(cfg("legacy"), live, no_istioctl)
     assert plan.migrated == plan.legacy and not plan.changes_version
+
+
+def labelled(*versions: str) -> dict[str, dict]:
+    return {f"crd{i}.istio.io": {"labels": {"app.kubernetes.io/version": v}} for i, v in enumerate(versions)}
+
+
+def test_crds_labelled_newer_than_the_new_plane_are_not_rewritten_at_the_older_version():
+    plan = plan_versions(cfg(), LIVE, no_istioctl)  # 1.24.3, a pure move
+    check_crds_not_downgraded(plan, labelled("1.24.3", "1.0.0"))
+    check_crds_not_downgraded(plan, {"x.istio.io": {"labels": {}}})
+    with pytest.raises(PreflightRefused, match=r"labelled app.kubernetes.io/version=1\.25\.1, newer than 1\.24\.3 "
+                                               r"that the new plane would render them at: set kf-istio-migrate:"
+                                               r"targetVersion to 1\.25\.1"):
+        check_crds_not_downgraded(plan, labelled("1.24.3", "1.25.1"))
+    jump = plan_versions(cfg(targetVersion="1.25.1"), LIVE, no_istioctl)
+    check_crds_not_downgraded(jump, labelled("1.25.1"))
+    assert crd_versions(labelled("1.25.1", "1.0.0", "1.24.3")) == ["1.24.3", "1.25.1"]
+
+
+def test_a_refused_crd_downgrade_stops_decide_before_anything_is_declared():
+    live = charm_install()
+    for crd in live.crds.values():
+        crd["labels"]["app.kubernetes.io/version"] = "99.0.0"
+    released = recorded.same_version(cfg())
+    plan = dataclasses.replace(released, migrated=dataclasses.replace(released.migrated, version="1.30.0"))
+    renders = dataclasses.replace(recorded.renders(cfg()), versions=plan)
+    with pytest.raises(PreflightRefused, match="newer than 1.30.0"):
+        decide(cfg(), renders, live, TARGET)
