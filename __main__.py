@@ -1,8 +1,9 @@
 """kf-istio-migrate: the Istio control plane of Charmed Kubeflow, before (`legacy`) and after (`migrated`) its move.
 
 Gather, then decide purely, then declare: load config; resolve the one cluster this stack acts on; read which Istio
-runs there and plan each plane's version; render both planes with the matching istioctl; read the cluster; decide every component's Args (refusing before any mutation); declare the components in
-phase order, all through one explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
+runs there and plan each plane's version; render both planes with the matching istioctl; read the cluster; decide
+every component's Args (refusing before any mutation); declare the components in phase order, all through one
+explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
 `legacy` converges on the charm's layout, which after a migration is the way back.
 """
 
