@@ -36,7 +36,8 @@ def gather_and_decide() -> Decisions:
         root = pathlib.Path(pulumi.runtime.get_root_directory())
         target = live_target.resolve(kube.get("kubeconfig"), kube.get("context"), os.environ, root)
         istiods = discovery.istiods(target)
-        versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl))
+        versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl),
+                                 discovery.installed_values(target, cfg.source_namespace))
         renders = render.render_both(cfg, versions)
         live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders),
                               istiods)

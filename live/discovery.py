@@ -28,6 +28,13 @@ def istiods(target: KubeTarget) -> list[dict[str, Any]]:
     return [api.sanitize_for_serialization(d) for d in deployments]
 
 
+def installed_values(target: KubeTarget, namespace: str) -> dict[str, Any] | None:
+    """What an istioctl install in namespace set (its `values` ConfigMap, original-values), if there is one."""
+    cm = _get(lambda: client.CoreV1Api(api_client(target)).read_namespaced_config_map("values", namespace))
+    text = ((cm.data or {}) if cm is not None else {}).get("original-values")
+    return json.loads(text) if text else None
+
+
 def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dict[str, Any]],
          istiod_deployments: list[dict[str, Any]]) -> LiveMesh:
     """Read the live mesh: cluster-wide lists, the CA Secrets of ca_namespaces, and which of look_up exist

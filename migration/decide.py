@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any, Mapping
 
 from components.checks import ServingCheckArgs, TeardownArgs, VerificationArgs
@@ -197,11 +198,10 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
                else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
     new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
-    legacy_istiod_image = renders.versions.legacy_image
     if migrated:
         check_crds_not_downgraded(renders.versions, live.crds)
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
-        plane = [_namespace(cfg.target_namespace), *(_recording(o, legacy_istiod_image) for o in
+        plane = [_namespace(cfg.target_namespace), *(_recording(o, renders.versions) for o in
                                                      render.control_plane(rendered)), steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
         objects = [adoptable(purge_proof(proven_by_serving_check(o))) for o in plane if o]
@@ -236,24 +236,27 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
                  "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
                  "removedObjects": len(steps.teardown) if steps else 0,
-                 "legacyIstiod": versions.describe(legacy_istiod_image),
+                 "legacyIstiod": versions.describe(renders.versions.legacy_image),
                  "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
                  "crdSchemas": _crd_schemas(renders.versions, migrated),
                  "liveCrdVersions": crd_versions(live.crds)})
 
 
-def _crd_schemas(plan: VersionPlan, migrated: bool) -> str:
+def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:
     """What this stack does to the CRDs' schemas (preview shows it): a version jump rewrites them as `istioctl
     install --revision` would, the way back returns them to the recorded version."""
-    if not plan.changes_version:
-        return f"kept at {plan.legacy.version}"
-    old, new = (plan.legacy.version, plan.migrated.version) if migrated else (plan.migrated.version,
-                                                                                plan.legacy.version)
+    legacy, new_plane = version_plan.legacy.version, version_plan.migrated.version
+    if legacy == new_plane:
+        return f"kept at {legacy}"
+    old, new = (legacy, new_plane) if migrated else (new_plane, legacy)
     return f"updated from {old} to {new}"
 
 
-def _recording(obj: dict[str, Any], legacy_image: str | None) -> dict[str, Any]:
-    """The new istiod's Deployment records the legacy istiod's image (the way back needs it after the teardown)."""
-    if obj["kind"] != "Deployment" or legacy_image is None:
+def _recording(obj: dict[str, Any], version_plan: VersionPlan) -> dict[str, Any]:
+    """The new istiod's Deployment records the legacy istiod's image and image values (the way back and a re-run
+    need them after the teardown)."""
+    if obj["kind"] != "Deployment" or version_plan.legacy_image is None:
         return obj
-    return annotated(obj, {versions.RECORD_ANNOTATION: legacy_image})
+    values = json.dumps(dict(version_plan.legacy.values), sort_keys=True)
+    return annotated(obj, {versions.RECORD_ANNOTATION: version_plan.legacy_image,
+                           versions.RECORD_VALUES_ANNOTATION: values})

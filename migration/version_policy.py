@@ -10,11 +10,11 @@ across two minor versions"), never below it. Development builds are refused unle
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from migration.config import MigrationConfig
 from migration.plan import PreflightRefused
-from migration.versions import IstioBuild, build_of, istiod_image, legacy_image, parse_version
+from migration.versions import IstioBuild, build_of, istiod_image, legacy_image, parse_version, recorded_values
 
 MAX_MINOR_JUMP = 2
 
@@ -41,14 +41,38 @@ class VersionPlan:
         return self.legacy.version != self.migrated.version
 
 
-def image_values(image: str, version: str | None = None) -> tuple[tuple[str, str], ...]:
-    """The overrides that render image again (with version's tag instead of the image's own, keeping its variant)."""
-    repository, _, tag = image.partition("@")[0].rpartition(":")
-    hub, _, name = repository.rpartition("/")
+IMAGE_KEYS = ("global.hub", "global.tag", "global.variant", "global.proxy.image", "global.proxy_init.image",
+              "pilot.image")
+"""The values that decide a plane's images (the istio-pilot charm's image-configuration sets all but the variant)."""
+
+
+def installed_images(installed: Mapping[str, Any] | None, image: str) -> dict[str, str] | None:
+    """The image values of an install (its `values` ConfigMap's original-values), when they render image."""
+    def get(key: str) -> Any:
+        node: Any = installed or {}
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        return node
+    found = {key: str(get(key)) for key in IMAGE_KEYS if get(key) not in (None, "")}
+    name = found.get("pilot.image", "pilot")
+    variant = f"-{found['global.variant']}" if "global.variant" in found else ""
+    if "/" in name or f"{found.get('global.hub')}/{name}:{found.get('global.tag')}{variant}" != image:
+        return None
+    return found
+
+
+def image_values(image: str, version: str | None = None,
+                 known: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The overrides that render image again: known ones (as the install set them) if given, else read off the
+    image; with version's tag instead of the image's own (keeping its variant) for a jump."""
+    values = dict(known) if known else None
+    if values is None:
+        repository, _, tag = image.partition("@")[0].rpartition(":")
+        hub, _, name = repository.rpartition("/")
+        values = {"global.hub": hub, "global.tag": tag, **({"pilot.image": name} if name != "pilot" else {})}
     if version is not None:
         variant = build_of(image).variant
-        tag = f"{version}-{variant}" if variant else version
-    values = {"global.hub": hub, "global.tag": tag, **({"pilot.image": name} if name != "pilot" else {})}
+        values["global.tag"] = f"{version}-{variant}" if variant and "global.variant" not in values else version
     return tuple(sorted(values.items()))
 
 
@@ -87,17 +111,22 @@ def _check_development(builds: dict[str, IstioBuild], allow: bool) -> None:
                                f"one; set kf-istio-migrate:allowDevelopmentBuilds to true to move it anyway")
 
 
-def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: Callable[[], str]) -> VersionPlan:
-    """The version plan for cfg on a cluster whose istiod Deployments are istiods. istioctl_version() (what the
-    operator's istioctl reports) is asked only when neither the cluster nor targetVersion says a version."""
-    image = legacy_image(istiods, cfg.source_namespace, f"{cfg.target_namespace}/istiod-{cfg.revision}")
+def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: Callable[[], str],
+                  installed: Mapping[str, Any] | None = None) -> VersionPlan:
+    """The version plan for cfg on a cluster whose istiod Deployments are istiods and whose legacy install's values
+    are installed (None once it is gone; then what the new istiod recorded). istioctl_version() (what the operator's istioctl reports) is asked only when
+    neither the cluster nor targetVersion says a version."""
+    recorded_on = f"{cfg.target_namespace}/istiod-{cfg.revision}"
+    image = legacy_image(istiods, cfg.source_namespace, recorded_on)
     running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == cfg.target_namespace), None)
-    if image is None:  # a fresh cluster: what the config or the operator's istioctl says, at istioctl's images
+    if image is None:  # a fresh cluster: what the config or the operator's istioctl says, at istioctl's hub
         version = cfg.target_version or istioctl_version()
         _check_development({"istioctl": parse_version(version)}, cfg.allow_development_builds)
-        return VersionPlan(PlaneVersion(version), PlaneVersion(version), None)
+        plane = PlaneVersion(version, (("global.tag", version),))  # a release's own tag; a dev build's says its minor
+        return VersionPlan(plane, plane, None)
     source = _known(image, "legacy")
-    legacy = PlaneVersion(source.version, image_values(image))
+    known = installed_images(installed, image) or recorded_values(istiods, cfg.source_namespace, recorded_on)
+    legacy = PlaneVersion(source.version, image_values(image, known=known))
     if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
         known = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
         migrated = PlaneVersion(build_of(running).version, image_values(running)) if known else legacy
@@ -109,7 +138,7 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     target = parse_version(cfg.target_version)
     _check_development({"legacy": source, "target": target}, cfg.allow_development_builds)
     _check_jump(source, target)
-    return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version)), image)
+    return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
 
 
 CRD_VERSION_LABEL = "app.kubernetes.io/version"

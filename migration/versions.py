@@ -8,11 +8,14 @@ Istio's images are `<hub>/pilot:<tag>`; a release's tag is its version (`1.24.3`
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any, Iterable, Mapping
 
 RECORD_ANNOTATION = "kfistio.io/legacy-istiod-image"
 """On the new istiod's Deployment: the image the legacy istiod ran, so it is known after the teardown."""
+RECORD_VALUES_ANNOTATION = "kfistio.io/legacy-image-values"
+"""Beside it: the image values the legacy plane is rendered with (JSON), so the way back renders it as installed."""
 
 _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-((?:alpha|beta|rc)\.\d+))?(?:-(distroless|debug))?$")
 _DEV = re.compile(r"^(?:(\d+)\.(\d+)-(?:dev|alpha\.[0-9a-f]{7,40})|latest|master|[0-9a-f]{40})(?:-(distroless|debug))?$")
@@ -75,3 +78,16 @@ def describe(image: str | None) -> dict[str, Any]:
         return {"image": None, "version": "none"}
     build = build_of(image)
     return {"image": image, "version": build.version, "development": build.development}
+
+
+def recorded_values(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_on: str) -> dict | None:
+    """The legacy plane's image values as recorded (RECORD_VALUES_ANNOTATION) on the Deployment named recorded_on,
+    once no istiod runs in source_namespace; None while it runs or when nothing is recorded."""
+    istiods = list(istiods)
+    if any(d["metadata"]["namespace"] == source_namespace for d in istiods):
+        return None
+    for d in istiods:
+        if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on:
+            text = (d["metadata"].get("annotations") or {}).get(RECORD_VALUES_ANNOTATION)
+            return json.loads(text) if text else None
+    return None

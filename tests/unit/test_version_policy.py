@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 
 import pytest
 
@@ -13,8 +14,8 @@ from migration.config import from_mapping
 from migration.decide import decide
 from migration.plan import PreflightRefused
 from migration.version_policy import (PlaneVersion, check_crds_not_downgraded, crd_versions, image_values,
-                                      plan_versions)
-from migration.versions import RECORD_ANNOTATION
+                                      installed_images, plan_versions)
+from migration.versions import RECORD_ANNOTATION, RECORD_VALUES_ANNOTATION
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.live_mesh import charm_install
@@ -47,8 +48,29 @@ def test_by_default_the_new_plane_runs_exactly_the_legacy_version_and_images():
 
 def test_the_charm_install_of_the_pinned_build_plans_the_recorded_same_version_move():
     live = charm_install()
-    assert plan_versions(cfg(allowDevelopmentBuilds="true"), live.istiod_deployments, no_istioctl) == \
-        recorded.same_version(cfg())
+    plan = plan_versions(cfg(allowDevelopmentBuilds="true"), live.istiod_deployments, no_istioctl,
+                         recorded.charm_values(cfg()))
+    assert plan == recorded.same_version(cfg())
+    assert dict(plan.legacy.values)["global.proxy.image"] == "proxyv2", "the values the charm set, not only hub/tag"
+    assert recorded.renders(cfg()).legacy == recorded._charm_render(cfg()), "the legacy render is the charm's own"
+
+
+def test_install_values_that_do_not_render_the_running_image_are_not_trusted():
+    installed = {"global": {"hub": "docker.io/istio", "tag": "1.24.2", "proxy": {"image": "proxyv2"}}}
+    assert installed_images(installed, "docker.io/istio/pilot:1.24.2") == {
+        "global.hub": "docker.io/istio", "global.tag": "1.24.2", "global.proxy.image": "proxyv2"}
+    assert installed_images(installed, "docker.io/istio/pilot:1.24.3") is None, "the Deployment was edited"
+    plan = plan_versions(cfg(), LIVE, no_istioctl, installed)
+    assert dict(plan.legacy.values) == {"global.hub": "docker.io/istio", "global.tag": "1.24.3"}
+
+
+def test_after_the_teardown_the_recorded_values_render_the_legacy_plane():
+    values = {"global.hub": "docker.io/istio", "global.tag": "1.24.3", "global.proxy.image": "proxyv2"}
+    recorded_on = istiod("istio-system", "docker.io/istio/pilot:1.24.3", name="istiod-kf-1-30", annotations={
+        RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3", RECORD_VALUES_ANNOTATION: json.dumps(values)})
+    assert dict(plan_versions(cfg(), [recorded_on], no_istioctl).legacy.values) == values
+    assert dict(plan_versions(cfg(targetVersion="1.25.0"), [recorded_on], no_istioctl).migrated.values) == \
+        {**values, "global.tag": "1.25.0"}
 
 
 @pytest.mark.parametrize("target", ["1.24.5", "1.25.0", "1.26.2", "1.26.0-rc.1"])
@@ -98,9 +120,11 @@ def test_the_way_back_returns_to_the_recorded_version_and_removes_the_plane_as_i
 
 
 def test_a_fresh_cluster_renders_what_the_config_or_the_operators_istioctl_says():
-    assert plan_versions(cfg("legacy", targetVersion="1.24.3"), [], no_istioctl).legacy == PlaneVersion("1.24.3")
+    assert plan_versions(cfg("legacy", targetVersion="1.24.3"), [], no_istioctl).legacy == \
+        PlaneVersion("1.24.3", (("global.tag", "1.24.3"),))
     plan = plan_versions(cfg("legacy"), [], lambda: "1.25.0")
-    assert plan.legacy == plan.migrated == PlaneVersion("1.25.0") and plan.legacy_image is None
+    assert plan.legacy == plan.migrated == PlaneVersion("1.25.0", (("global.tag", "1.25.0"),))
+    assert plan.legacy_image is None
 
 
 @pytest.mark.parametrize("image, version, values", [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from migration import decide as decide_module
 from migration.config import from_mapping
-from migration.versions import RECORD_ANNOTATION, build_of
+from migration.versions import RECORD_ANNOTATION, RECORD_VALUES_ANNOTATION, build_of
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.live_mesh import charm_install
@@ -43,5 +44,7 @@ def test_the_legacy_image_is_recorded_on_the_new_istiod_and_read_back_after_the_
     assert outputs["legacyIstiod"]["image"] == legacy_image and outputs["migratedIstiod"]["version"]
     new = next(o for o in decisions.control_plane.objects if o["kind"] == "Deployment")
     assert new["metadata"]["annotations"][RECORD_ANNOTATION] == legacy_image
+    assert json.loads(new["metadata"]["annotations"][RECORD_VALUES_ANNOTATION]) == \
+        dict(recorded.same_version(from_mapping({"topology": "migrated"})).legacy.values)
     after = dataclasses.replace(live, istiod_deployments=[new])  # the legacy istiod torn down
     assert _outputs(after)[1]["legacyIstiod"] == outputs["legacyIstiod"], "the same after the teardown"
