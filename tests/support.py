@@ -4,6 +4,7 @@ The cluster and the Pulumi driver themselves are devcluster's (the demo and the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -52,8 +53,18 @@ def poll(condition, timeout: float, what: str):
 
 def fresh_workspace(name: str, **config: Any) -> Workspace:
     """A new embedded cluster named <name>-<pid> and its Pulumi workspace (stacks bound to its kubeconfig). The
-    caller purges it (workspace.cluster.down(purge=True))."""
+    caller purges it (`with purged(...)`)."""
     return Workspace(Cluster.fresh(f"{name}-{os.getpid()}")).create(**config)
+
+
+@contextlib.contextmanager
+def purged(workspace: Workspace):
+    """The workspace's cluster is purged when the block ends, also when the block fails: a module fixture whose setup
+    raises gets no teardown, and its cluster would keep running."""
+    try:
+        yield workspace
+    finally:
+        workspace.cluster.down(purge=True)
 
 
 def one_injector_throughout(samples: list[dict[str, Any]]) -> None:

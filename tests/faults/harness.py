@@ -108,8 +108,14 @@ class Mesh:
 
 
 def legacy_mesh(name: str) -> Mesh:
+    """A fresh cluster with the legacy mesh and the injector sampler running; Mesh.close() purges it (a failed
+    build purges it here)."""
     workspace = fresh_workspace(name)
-    fixture.build(workspace.env, SIZE)
+    try:
+        fixture.build(workspace.env, SIZE)
+    except BaseException:
+        workspace.cluster.down(purge=True)
+        raise
     sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
     sampler.start()
     return Mesh(workspace, snapshot(workspace.env), sampler)

@@ -12,7 +12,7 @@ import yaml
 from demo import fixture
 from demo.observe import kubectl_json
 from tests.faults.harness import DEFAULT_INJECTOR
-from tests.support import fingerprint, fresh_workspace, run
+from tests.support import fingerprint, fresh_workspace, purged, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)  # with the Kubeflow shape
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -20,11 +20,10 @@ PROFILES = fixture.profile_namespaces(SIZE)
 
 @pytest.fixture(scope="module")
 def mesh():
-    workspace = fresh_workspace("r3")
-    fixture.build(workspace.env, SIZE)
-    workspace.init("migrated")
-    yield workspace
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("r3")) as workspace:
+        fixture.build(workspace.env, SIZE)
+        workspace.init("migrated")
+        yield workspace
 
 
 def stray_injector(env):

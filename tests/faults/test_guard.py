@@ -39,9 +39,11 @@ ATTEMPTS = {
 @pytest.fixture(scope="module")
 def migrated():
     mesh = legacy_mesh("r2")
-    mesh.workspace.up("migrated")
-    yield mesh
-    mesh.close()
+    try:
+        mesh.workspace.up("migrated")
+        yield mesh
+    finally:
+        mesh.close()
 
 
 @pytest.mark.parametrize("attempt", list(ATTEMPTS))

@@ -6,22 +6,21 @@ import pytest
 
 from demo import fixture
 from demo.observe import kubectl_json, snapshot
-from tests.support import fresh_workspace, one_injector_throughout, run, up_sampled
+from tests.support import fresh_workspace, one_injector_throughout, purged, run, up_sampled
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
 
 
 @pytest.fixture(scope="module")
 def adopted():
-    workspace = fresh_workspace("adopt")
-    env = workspace.env
-    fixture.build(env, SIZE)
-    before = snapshot(env)
-    webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]
-    samples = up_sampled(workspace, "legacy", fixture.profile_namespaces(SIZE))
-    yield {"workspace": workspace, "before": before, "after": snapshot(env), "samples": samples,
-           "webhooks_before": webhooks_before}
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("adopt")) as workspace:
+        env = workspace.env
+        fixture.build(env, SIZE)
+        before = snapshot(env)
+        webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]
+        samples = up_sampled(workspace, "legacy", fixture.profile_namespaces(SIZE))
+        yield {"workspace": workspace, "before": before, "after": snapshot(env), "samples": samples,
+               "webhooks_before": webhooks_before}
 
 
 def test_nothing_user_owned_changed(adopted):

@@ -18,7 +18,7 @@ from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
 from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects,
-                           ingress_objects, new_pods_get, nothing_lost, one_injector_throughout, run)
+                           ingress_objects, new_pods_get, nothing_lost, one_injector_throughout, purged, run)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the issue's Kubeflow-like minimum
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -31,16 +31,15 @@ CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
           "second `pulumi preview` shows no changes"]
 
 
-def migrated_mesh(name: str, build, shell_cluster: Cluster | None = None):
-    """A fresh cluster with a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack migrated`
-    (with the shell's KUBECONFIG on shell_cluster, if given) while a sampler watches the injectors; returns
-    (workspace, migration, what was on the cluster before: its pods and the Services in kubeflow)."""
-    workspace = fresh_workspace(name)
+def migrated_mesh(workspace, build, shell_cluster: Cluster | None = None):
+    """The workspace's cluster given a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack
+    migrated` (with the shell's KUBECONFIG on shell_cluster, if given) while a sampler watches the injectors; returns
+    (migration, what was on the cluster before: its pods and the Services in kubeflow)."""
     build(workspace, SIZE)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
     before = {"pods": pods(workspace.env), "kubeflow services": {
         s["metadata"]["name"] for s in kubectl_json(workspace.env, "-n", "kubeflow", "get", "services")["items"]}}
-    return workspace, migrate_and_verify(workspace, PROFILES, shell), before
+    return migrate_and_verify(workspace, PROFILES, shell), before
 
 
 def pods(env: dict[str, str]) -> dict[str, dict]:
@@ -53,16 +52,18 @@ def pods(env: dict[str, str]) -> dict[str, dict]:
 def other_cluster():
     """Cluster B, where the shell points; no stack names it."""
     cluster = Cluster.fresh(f"mig-b-{os.getpid()}")
-    yield cluster, fingerprint(cluster.env())
-    cluster.down(purge=True)
+    try:
+        yield cluster, fingerprint(cluster.env())
+    finally:
+        cluster.down(purge=True)
 
 
 @pytest.fixture(scope="module")
 def migration(other_cluster):
     """From the charm's own install (istioctl install with its flags), with the shell on cluster B."""
-    workspace, result, before = migrated_mesh("mig", lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
-    yield workspace, result, before
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("mig")) as workspace:
+        result, before = migrated_mesh(workspace, lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
+        yield workspace, result, before
 
 
 def shell_on(workspace, cluster) -> dict[str, str]:

@@ -8,14 +8,14 @@ import pytest
 
 from demo import fixture
 from tests.integration.test_migration import CHECKS, PROFILES, migrated_mesh, old_charm_purge
-from tests.support import roll_back_and_check
+from tests.support import fresh_workspace, purged, roll_back_and_check
 
 
 @pytest.fixture(scope="module")
 def migration():
-    workspace, result, _ = migrated_mesh("migstack", fixture.build_with_legacy_stack)
-    yield workspace, {row: (observed, ok) for row, observed, ok in result.rows}
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("migstack")) as workspace:
+        result, _ = migrated_mesh(workspace, fixture.build_with_legacy_stack)
+        yield workspace, {row: (observed, ok) for row, observed, ok in result.rows}
 
 
 @pytest.mark.parametrize("check", CHECKS)

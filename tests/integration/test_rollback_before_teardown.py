@@ -9,7 +9,7 @@ import pytest
 
 from demo import fixture
 from demo.observe import kubectl_json
-from tests.support import fresh_workspace, roll_back_and_check, run
+from tests.support import fresh_workspace, purged, roll_back_and_check, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -17,20 +17,19 @@ PROFILES = fixture.profile_namespaces(SIZE)
 
 @pytest.fixture(scope="module")
 def stopped_before_teardown():
-    workspace = fresh_workspace("rb6")
-    env = workspace.env
-    fixture.build(env, SIZE)
-    run(["kubectl", "-n", PROFILES[0], "run", "bare", "--image=x"], env)
-    workspace.init("migrated")
-    workspace.set_config("migrated", "kf-istio-migrate:unmanagedPodsTimeoutSeconds", "20")
-    failed = workspace.up("migrated", check=False)
-    observed = {
-        "old_istiod_available": kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
-            "availableReplicas"),
-        "injector_services": {h["clientConfig"]["service"]["name"] for h in kubectl_json(
-            env, "get", "mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow")["webhooks"]}}
-    yield workspace, failed, observed
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("rb6")) as workspace:
+        env = workspace.env
+        fixture.build(env, SIZE)
+        run(["kubectl", "-n", PROFILES[0], "run", "bare", "--image=x"], env)
+        workspace.init("migrated")
+        workspace.set_config("migrated", "kf-istio-migrate:unmanagedPodsTimeoutSeconds", "20")
+        failed = workspace.up("migrated", check=False)
+        observed = {
+            "old_istiod_available": kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
+                "availableReplicas"),
+            "injector_services": {h["clientConfig"]["service"]["name"] for h in kubectl_json(
+                env, "get", "mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow")["webhooks"]}}
+        yield workspace, failed, observed
 
 
 def test_verification_stops_the_migration_before_teardown(stopped_before_teardown):

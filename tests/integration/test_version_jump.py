@@ -20,7 +20,7 @@ from migration import render
 from migration.versions import build_of, istiod_image
 from migration.workloads import proxy_address
 from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_lost, one_injector_throughout,
-                           roll_back_and_check, up_sampled)
+                           purged, roll_back_and_check, up_sampled)
 
 PINNED, NEXT = pins()["ISTIO_VERSION"], pins()["ISTIO_NEXT_VERSION"]
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)  # Deployments only: no pipeline step to wait for
@@ -66,13 +66,12 @@ def live_crd_versions(env) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def mesh():
-    workspace = fresh_workspace("jump", targetVersion=NEXT)
-    fixture.build(workspace.env, SIZE)
-    env = workspace.env
-    before = {"snapshot": snapshot(env), "image": istiod_image(istiods(env)["kubeflow/istiod"]),
-              "crds": live_crd_versions(env), "proxies": proxy_images(env)}
-    yield workspace, before, up_sampled(workspace, "migrated", PROFILES)
-    workspace.cluster.down(purge=True)
+    with purged(fresh_workspace("jump", targetVersion=NEXT)) as workspace:
+        fixture.build(workspace.env, SIZE)
+        env = workspace.env
+        before = {"snapshot": snapshot(env), "image": istiod_image(istiods(env)["kubeflow/istiod"]),
+                  "crds": live_crd_versions(env), "proxies": proxy_images(env)}
+        yield workspace, before, up_sampled(workspace, "migrated", PROFILES)
 
 
 def test_preflight_named_both_versions_and_the_crd_change(mesh):
