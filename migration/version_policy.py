@@ -2,9 +2,9 @@
 
 Default: a pure namespace move. The new plane runs the version and images the legacy istiod runs (read off its
 image, or off the record the migration left on the new istiod once the legacy one is gone). An explicit
-`targetVersion` may ask for a revision-based (canary) upgrade at the same time, within Istio's rule: the new
-control plane at most two minors above the old one (https://istio.io/latest/docs/setup/upgrade/canary/, "Upgrade
-across two minor versions"), never below it. Development builds are refused unless `allowDevelopmentBuilds`.
+`targetVersion` may ask for a revision-based (canary) upgrade at the same time, within Istio's rule for those
+(https://istio.io/latest/docs/setup/upgrade/canary/): the new control plane at most two minors above the old one,
+never below it; the istio-pilot charm itself moves one minor at a time. Development builds are refused unless `allowDevelopmentBuilds`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class PlaneVersion:
     version: str
     """What the istioctl rendering this plane must report (`1.24.3`, `1.30-dev`)."""
     values: tuple[tuple[str, str], ...] = ()
-    """values.* overrides (global.hub, global.tag, pilot.image); empty: the istioctl's own defaults."""
+    """values.* overrides (IMAGE_KEYS); empty: the istioctl's own defaults."""
 
 
 @dataclasses.dataclass(frozen=True)
