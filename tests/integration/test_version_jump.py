@@ -32,12 +32,16 @@ def istiods(env) -> dict[str, dict]:
             for d in kubectl_json(env, "get", "deploy", "-A", "-l", "app=istiod")["items"]}
 
 
-def discovery_binaries(env, namespace: str) -> set[str]:
-    """The executables of the pilot-discovery processes serving namespace's istiod pods (by their pod IP)."""
+def discovery_binaries(workspace, namespace: str) -> set[str]:
+    """The executables of the pilot-discovery processes serving namespace's istiod pods on workspace's cluster (by
+    its kubeconfig and their pod IPs: another test's cluster may reuse the same pod IPs in its own network
+    namespace)."""
+    env, kubeconfig = workspace.env, f"--kubeconfig={workspace.cluster.inner_kubeconfig} "
     ips = {p["status"]["podIP"] for p in kubectl_json(env, "-n", namespace, "get", "pods", "-l", "app=istiod")["items"]
            if p["status"].get("podIP")}
     lines = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout.splitlines()
-    return {line.split()[0].rsplit("/", 1)[-1] for line in lines for ip in ips if f"--httpAddr={ip}:8080" in line}
+    return {line.split()[0].rsplit("/", 1)[-1] for line in lines for ip in ips
+            if kubeconfig in line and f"--httpAddr={ip}:8080" in line}
 
 
 def proxy_images(env) -> dict[str, str]:
@@ -85,7 +89,7 @@ def test_the_new_istiod_is_the_next_build_at_the_legacy_hub(mesh):
     new_image = istiod_image(istiods(workspace.env)["istio-system/istiod-kf-1-30"])
     assert build_of(new_image).version == NEXT
     assert new_image.rsplit(":", 1)[0] == before["image"].rsplit(":", 1)[0], "same hub and image name"
-    assert discovery_binaries(workspace.env, "istio-system") == {f"pilot-discovery-{NEXT}"}
+    assert discovery_binaries(workspace, "istio-system") == {f"pilot-discovery-{NEXT}"}
     assert "kubeflow/istiod" not in istiods(workspace.env), "the old plane is gone after the move"
 
 
@@ -114,7 +118,7 @@ def test_the_rollback_returns_to_the_recorded_version(mesh):
     assert outputs["crdSchemas"] == f"updated from {NEXT} to {PINNED}"
     env = workspace.env
     assert istiod_image(istiods(env)["kubeflow/istiod"]) == before["image"]
-    assert discovery_binaries(env, "kubeflow") == {"pilot-discovery"}, "the pinned build serves the legacy plane"
+    assert discovery_binaries(workspace, "kubeflow") == {"pilot-discovery"}, "the pinned build serves the legacy plane"
     assert live_crd_versions(env) == before["crds"], "the CRDs hold the recorded version's schemas again"
     assert {(image, address) for image, address in proxy_images(env).values()} == \
         {(image, LEGACY_ISTIOD) for image, _ in before["proxies"].values()}
