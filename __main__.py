@@ -35,9 +35,8 @@ def gather_and_decide() -> Decisions:
         kube = pulumi.Config("kubernetes")
         root = pathlib.Path(pulumi.runtime.get_root_directory())
         target = live_target.resolve(kube.get("kubeconfig"), kube.get("context"), os.environ, root)
-        istiods = discovery.istiods(target)
-        versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl),
-                                 discovery.installed_values(target, cfg.source_namespace))
+        istiods, installed = discovery.istio_installs(target, cfg.source_namespace)
+        versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl), installed)
         renders = render.render_both(cfg, versions)
         live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders),
                               istiods)

@@ -30,11 +30,11 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
             kinds[way] = kinds.get(way, 0) + count
     istiods = {(d["metadata"]["namespace"], d["metadata"]["name"]): d
                for d in kubectl_json(env, "get", "deploy", "-A", "-l", "app=istiod")["items"]}
-    conditions = (istiods.get((new_ns, new_istiod)) or {}).get("status", {}).get("conditions", [])
+    new = istiods.get((new_ns, new_istiod))
+    conditions = (new or {}).get("status", {}).get("conditions", [])
     available = next((c["status"] for c in conditions if c["type"] == "Available"), "missing")
     old = sorted(name for ns, name in istiods if ns == old_ns)
-    legacy, new_image = outputs["legacyIstiod"], istiod_image(istiods[(new_ns, new_istiod)]) if (
-        new_ns, new_istiod) in istiods else "missing"
+    legacy, new_image = outputs["legacyIstiod"], istiod_image(new) if new else "missing"
     same_specs = [n for n, spec in before["crd_specs"].items() if after["crd_specs"].get(n) == spec]
     changed_crs = sorted(k for k in before["crs"] if before["crs"][k] != after["crs"].get(k))
     return [

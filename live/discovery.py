@@ -21,24 +21,20 @@ from migration.workloads import slim
 CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
 
 
-def istiods(target: KubeTarget) -> list[dict[str, Any]]:
-    """Every istiod Deployment (label app=istiod), in any namespace: which Istio runs where, read before rendering."""
+def istio_installs(target: KubeTarget, namespace: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Which Istio runs where, read before rendering: every istiod Deployment (label app=istiod, any namespace), and
+    what the istioctl install in namespace set (its `values` ConfigMap's original-values), if there is one."""
     api = api_client(target)
     deployments = client.AppsV1Api(api).list_deployment_for_all_namespaces(label_selector="app=istiod").items
-    return [api.sanitize_for_serialization(d) for d in deployments]
-
-
-def installed_values(target: KubeTarget, namespace: str) -> dict[str, Any] | None:
-    """What an istioctl install in namespace set (its `values` ConfigMap, original-values), if there is one."""
-    cm = _get(lambda: client.CoreV1Api(api_client(target)).read_namespaced_config_map("values", namespace))
-    text = ((cm.data or {}) if cm is not None else {}).get("original-values")
-    return json.loads(text) if text else None
+    cm = _get(lambda: client.CoreV1Api(api).read_namespaced_config_map("values", namespace))
+    text = (cm.data or {}).get("original-values") if cm is not None else None
+    return [api.sanitize_for_serialization(d) for d in deployments], json.loads(text) if text else None
 
 
 def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dict[str, Any]],
          istiod_deployments: list[dict[str, Any]]) -> LiveMesh:
     """Read the live mesh: cluster-wide lists, the CA Secrets of ca_namespaces, and which of look_up exist
-    (istiod_deployments: istiods(target), read once before rendering)."""
+    (istiod_deployments: from istio_installs, read once before rendering)."""
     api = api_client(target)
     resources = dynamic.DynamicClient(api).resources  # API discovery, once
     plain = api.sanitize_for_serialization

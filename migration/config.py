@@ -9,6 +9,8 @@ import dataclasses
 import re
 from typing import Any, Callable, Mapping
 
+from migration.versions import parse_version
+
 PROJECT = "kf-istio-migrate"
 TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
@@ -128,7 +130,6 @@ def _bool(key: str, value: Any) -> bool:
 
 
 def _version(key: str, value: Any) -> str:
-    from migration.versions import parse_version
     text = _text(key, value)
     if parse_version(text).minor is None:
         raise ConfigError(key, value, "must be an Istio version as istioctl reports it (1.24.3, 1.25.0-rc.1, 1.31-dev)")

@@ -102,15 +102,15 @@ def render_text(inp: RenderInput, version: str, cache_dir: pathlib.Path | None =
     rendered by the istioctl for that version (istioctls.find: istioctl as configured, else from PATH), cached."""
     cache_dir = cache_dir or CACHE_DIR
     args = istioctl_args(inp)
-    if istioctls.configured_for(version, istioctl):
-        istioctls.find(version, istioctl)  # an istioctl the operator named is checked even when the cache answers
+    # An istioctl the operator named is checked even when the cache answers; one found on PATH only on a miss.
+    named = istioctls.find(version, istioctl) if istioctls.configured_for(version, istioctl) else None
     key = cache_key(version, args)
     text = _cached(cache_dir, key)
     if text is not None:
         return text
     if not run_istioctl:
         raise RenderError(f"no recorded render of istioctl {version} {' '.join(args)} in {cache_dir}")
-    out = subprocess.run([istioctls.find(version, istioctl), *args], capture_output=True, text=True)
+    out = subprocess.run([named or istioctls.find(version, istioctl), *args], capture_output=True, text=True)
     if out.returncode != 0:
         raise RenderError(f"istioctl {' '.join(args)} failed: {out.stderr.strip()}")
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ Default: a pure namespace move. The new plane runs the version and images the le
 image, or off the record the migration left on the new istiod once the legacy one is gone). An explicit
 `targetVersion` may ask for a revision-based (canary) upgrade at the same time, within Istio's rule for those
 (https://istio.io/latest/docs/setup/upgrade/canary/): the new control plane at most two minors above the old one,
-never below it; the istio-pilot charm itself moves one minor at a time. Development builds are refused unless `allowDevelopmentBuilds`.
+never below it; the istio-pilot charm itself moves one minor at a time. Development builds are refused unless
+`allowDevelopmentBuilds`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any, Callable, Mapping
 
 from migration.config import MigrationConfig
 from migration.plan import PreflightRefused
-from migration.versions import IstioBuild, build_of, istiod_image, legacy_image, parse_version, recorded_values
+from migration.versions import (IstioBuild, build_of, image_parts, istiod_image, legacy_image, parse_version,
+                                recorded_values)
 
 MAX_MINOR_JUMP = 2
 
@@ -53,7 +55,7 @@ def installed_images(installed: Mapping[str, Any] | None, image: str) -> dict[st
         for part in key.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
         return node
-    found = {key: str(get(key)) for key in IMAGE_KEYS if get(key) not in (None, "")}
+    found = {key: str(value) for key in IMAGE_KEYS if (value := get(key)) not in (None, "")}
     name = found.get("pilot.image", "pilot")
     variant = f"-{found['global.variant']}" if "global.variant" in found else ""
     if "/" in name or f"{found.get('global.hub')}/{name}:{found.get('global.tag')}{variant}" != image:
@@ -65,11 +67,9 @@ def image_values(image: str, version: str | None = None,
                  known: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """The overrides that render image again: known ones (as the install set them) if given, else read off the
     image; with version's tag instead of the image's own (keeping its variant) for a jump."""
-    values = dict(known) if known else None
-    if values is None:
-        repository, _, tag = image.partition("@")[0].rpartition(":")
-        hub, _, name = repository.rpartition("/")
-        values = {"global.hub": hub, "global.tag": tag, **({"pilot.image": name} if name != "pilot" else {})}
+    hub, name, tag = image_parts(image)
+    values = dict(known) if known else {"global.hub": hub, "global.tag": tag,
+                                        **({"pilot.image": name} if name != "pilot" else {})}
     if version is not None:
         variant = build_of(image).variant
         values["global.tag"] = f"{version}-{variant}" if variant and "global.variant" not in values else version
@@ -114,8 +114,8 @@ def _check_development(builds: dict[str, IstioBuild], allow: bool) -> None:
 def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: Callable[[], str],
                   installed: Mapping[str, Any] | None = None) -> VersionPlan:
     """The version plan for cfg on a cluster whose istiod Deployments are istiods and whose legacy install's values
-    are installed (None once it is gone; then what the new istiod recorded). istioctl_version() (what the operator's istioctl reports) is asked only when
-    neither the cluster nor targetVersion says a version."""
+    are installed (None once it is gone; then what the new istiod recorded). istioctl_version() (what the operator's
+    istioctl reports) is asked only when neither the cluster nor targetVersion says a version."""
     recorded_on = f"{cfg.target_namespace}/istiod-{cfg.revision}"
     image = legacy_image(istiods, cfg.source_namespace, recorded_on)
     running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == cfg.target_namespace), None)
@@ -125,18 +125,17 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
         plane = PlaneVersion(version, (("global.tag", version),))  # a release's own tag; a dev build's says its minor
         return VersionPlan(plane, plane, None)
     source = _known(image, "legacy")
+    _check_development({"legacy": source}, cfg.allow_development_builds)
     known = installed_images(installed, image) or recorded_values(istiods, cfg.source_namespace, recorded_on)
     legacy = PlaneVersion(source.version, image_values(image, known=known))
     if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
-        known = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
-        migrated = PlaneVersion(build_of(running).version, image_values(running)) if known else legacy
-        _check_development({"legacy": source}, cfg.allow_development_builds)
+        tagged = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
+        migrated = PlaneVersion(build_of(running).version, image_values(running)) if tagged else legacy
         return VersionPlan(legacy, migrated, image)
     if cfg.target_version is None or cfg.target_version == source.version:
-        _check_development({"legacy": source}, cfg.allow_development_builds)
         return VersionPlan(legacy, legacy, image)
     target = parse_version(cfg.target_version)
-    _check_development({"legacy": source, "target": target}, cfg.allow_development_builds)
+    _check_development({"target": target}, cfg.allow_development_builds)
     _check_jump(source, target)
     return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
 
@@ -160,7 +159,8 @@ def check_crds_not_downgraded(plan: VersionPlan, crds: dict[str, dict]) -> None:
     newer = [v for v in crd_versions(crds) if (b := parse_version(v)).minor is not None and not b.development
              and _release_key(b) > _release_key(target)]
     if newer:
+        newest = max(newer, key=lambda v: _release_key(parse_version(v)))  # crd_versions sorts as text: 1.9 > 1.10
         raise PreflightRefused(f"the Istio CRDs are labelled {CRD_VERSION_LABEL}={', '.join(newer)}, newer than "
                                f"{plan.migrated.version} that the new plane would render them at: set "
-                               f"kf-istio-migrate:targetVersion to {newer[-1]} (and its istioctl), or finish the "
+                               f"kf-istio-migrate:targetVersion to {newest} (and its istioctl), or finish the "
                                f"istio-pilot upgrade first")

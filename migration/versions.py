@@ -31,11 +31,19 @@ class IstioBuild:
     variant: str = ""
 
 
+def image_parts(image: str) -> tuple[str, str, str]:
+    """`<hub>/<name>:<tag>` -> (hub, name, tag); tag "" when the image has none (a digest, or a registry port's
+    colon)."""
+    repository, _, tag = image.partition("@")[0].rpartition(":")
+    if not repository or "/" in tag:
+        repository, tag = image.partition("@")[0], ""
+    hub, _, name = repository.rpartition("/")
+    return hub, name, tag
+
+
 def build_of(image: str) -> IstioBuild:
     """The Istio build an istiod image runs."""
-    repository, _, tag = image.partition("@")[0].rpartition(":")
-    if not repository or "/" in tag:  # no tag (a digest, or a registry port's colon)
-        tag = ""
+    tag = image_parts(image)[2]
     release, dev = _RELEASE.match(tag), _DEV.match(tag)
     if release:
         major, minor, patch, pre, variant = release.groups()
@@ -59,17 +67,19 @@ def istiod_image(deployment: Mapping[str, Any]) -> str:
     return next((c["image"] for c in containers if c["name"] == "discovery"), containers[0]["image"])
 
 
+def _record(istiods: list[Mapping[str, Any]], recorded_on: str) -> Mapping[str, str]:
+    """The annotations of the Deployment named recorded_on (`namespace/name`), where the migration records the
+    legacy plane; empty if it does not exist."""
+    return next(((d["metadata"].get("annotations") or {}) for d in istiods
+                 if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on), {})
+
+
 def legacy_image(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_on: str) -> str | None:
     """The legacy istiod's image: from the istiod running in source_namespace, else as recorded (RECORD_ANNOTATION)
-    on the Deployment named recorded_on (`namespace/name`) once the legacy one is gone; None if neither exists."""
+    on the Deployment named recorded_on once the legacy one is gone; None if neither exists."""
     istiods = list(istiods)
-    for d in istiods:
-        if d["metadata"]["namespace"] == source_namespace:
-            return istiod_image(d)
-    for d in istiods:
-        if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on:
-            return (d["metadata"].get("annotations") or {}).get(RECORD_ANNOTATION)
-    return None
+    running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == source_namespace), None)
+    return running or _record(istiods, recorded_on).get(RECORD_ANNOTATION)
 
 
 def describe(image: str | None) -> dict[str, Any]:
@@ -86,8 +96,5 @@ def recorded_values(istiods: Iterable[Mapping[str, Any]], source_namespace: str,
     istiods = list(istiods)
     if any(d["metadata"]["namespace"] == source_namespace for d in istiods):
         return None
-    for d in istiods:
-        if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on:
-            text = (d["metadata"].get("annotations") or {}).get(RECORD_VALUES_ANNOTATION)
-            return json.loads(text) if text else None
-    return None
+    text = _record(istiods, recorded_on).get(RECORD_VALUES_ANNOTATION)
+    return json.loads(text) if text else None

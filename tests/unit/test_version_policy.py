@@ -192,6 +192,8 @@ def test_crds_labelled_newer_than_the_new_plane_are_not_rewritten_at_the_older_v
                                                r"that the new plane would render them at: set kf-istio-migrate:"
                                                r"targetVersion to 1\.25\.1"):
         check_crds_not_downgraded(plan, labelled("1.24.3", "1.25.1"))
+    with pytest.raises(PreflightRefused, match=r"targetVersion to 1\.25\.10 "):
+        check_crds_not_downgraded(plan, labelled("1.25.9", "1.25.10"))
     jump = plan_versions(cfg(targetVersion="1.25.1"), LIVE, no_istioctl)
     check_crds_not_downgraded(jump, labelled("1.25.1"))
     assert crd_versions(labelled("1.25.1", "1.0.0", "1.24.3")) == ["1.24.3", "1.25.1"]
