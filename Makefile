@@ -34,10 +34,12 @@ demo: setup
 test: setup go-test
 	$(PY) -m pytest tests -n 2 --dist loadfile --durations=12
 
-# Our own Go programs (the Command provider and the language host); the other tools/go modules only wrap upstream.
+# Our own Go programs (the Command provider, the language host, the proxy simulator in the istio wrapper); the other
+# tools/go modules only wrap upstream.
 go-test:
 	cd tools/go/command-provider && go test ./...
 	cd tools/go/langhost && go test ./...
+	tools/build-toolchain.sh --go-test-istio
 
 bench: setup
 	$(PY) -m bench

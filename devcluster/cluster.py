@@ -33,7 +33,8 @@ KUBERNETES_SERVICE_IP = "198.18.0.1"
 NODES = 3
 STATE_ROOT = toolchain.REPO / ".state" / "clusters"
 COMPONENTS = ("etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "kwok",
-              "istiod-runner")
+              "istiod-runner", "proxysim")
+KWOK_PORT = 10247  # kwok's kubelet server (logs, exec, port-forward), on the apiserver's address
 # Components that are this package's Python modules; the others are toolchain binaries of the same name.
 PYTHON_COMPONENTS = {"forward": "devcluster.forward", "istiod-runner": "devcluster.istiod_runner"}
 
@@ -53,6 +54,7 @@ class Cluster:
         self.pids = self.dir / "pids"
         self.kubeconfig = self.dir / "kubeconfig"  # for host clients, through the forwarder
         self.inner_kubeconfig = self.dir / "kubeconfig.inner"  # for processes inside the namespace
+        self.proxy_events = self.logs / "proxies.jsonl"  # the proxy simulator's event log
         self.context = f"kfistio-{name}"
         """The context (and cluster) name in both kubeconfigs."""
 
@@ -66,13 +68,15 @@ class Cluster:
         starters = {
             "etcd": self._start_etcd, "kube-apiserver": self._start_apiserver, "forward": self._start_forward,
             "kube-controller-manager": self._start_controller_manager, "kube-scheduler": self._start_scheduler,
-            "kwok": self._start_kwok, "istiod-runner": self._start_istiod_runner,
+            "kwok": self._start_kwok, "istiod-runner": self._start_istiod_runner, "proxysim": self._start_proxysim,
         }
         for name in COMPONENTS:
             if not self.running(name):
                 starters[name]()
             if name == "forward":
                 self._wait(self._apiserver_ready, timeout, "the apiserver to become ready")
+                # kwok reads per-pod port-forward rules (the istiod runner writes one per istiod pod) from its CRD.
+                self._kubectl("apply", "--server-side", "-f", str(toolchain.share_file("kwok-portforward-crd.yaml")))
         self._apply_nodes()
         self._wait(self._nodes_ready, timeout, f"{NODES} kwok nodes to become Ready")
         self._wait(lambda: self._kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
@@ -217,6 +221,9 @@ class Cluster:
             # Webhooks are called at an endpoint address (where the webhook server really listens), not at the
             # Service's ClusterIP, which no kube-proxy translates here.
             "--enable-aggregator-routing=true", "--allow-privileged=true", "--profiling=false",
+            # Logs, exec and port-forward go to the node's kubelet (kwok) at its InternalIP; the Hostname does not
+            # resolve here.
+            "--kubelet-preferred-address-types=InternalIP",
         ])
 
     def _start_forward(self) -> None:
@@ -265,7 +272,8 @@ class Cluster:
             str(toolchain.binary("kwok")), f"--kubeconfig={self.inner_kubeconfig}",
             f"--config={toolchain.share_file('kwok-stages.yaml')}",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--server-address=127.0.0.1:10247", f"--node-ip={APISERVER_IP}",
+            f"--server-address={APISERVER_IP}:{KWOK_PORT}", f"--node-ip={APISERVER_IP}", f"--node-port={KWOK_PORT}",
+            "--enable-crds=PortForward",
             # Renew node Leases (the heartbeat-with-lease stage only refreshes node status every few minutes).
             "--node-lease-duration-seconds=40",
         ], env={**os.environ, "HOME": str(self.dir)})
@@ -273,6 +281,11 @@ class Cluster:
     def _start_istiod_runner(self) -> None:
         self.start_process("istiod-runner", [sys.executable, "-m", PYTHON_COMPONENTS["istiod-runner"],
                                              f"--cluster={self.name}"], cwd=toolchain.REPO)
+
+    def _start_proxysim(self) -> None:
+        """The proxy simulator (tools/go/istio/proxysim): an istio-proxy agent for every running pod that has one."""
+        self.start_process("proxysim", [str(toolchain.binary("proxysim")), f"--kubeconfig={self.inner_kubeconfig}",
+                                        f"--events={self.proxy_events}", f"--state={self.dir / 'proxies'}"])
 
     def _extra_components(self) -> list[str]:
         """Processes started by others into this cluster (the istiod runner and its istiods)."""

@@ -11,7 +11,9 @@ with the cluster, inside its network namespace) keeps one `pilot-discovery` proc
     addresses (--enable-aggregator-routing), reaches it through the normal Service -> EndpointSlice path;
   - stopped when the pod goes away (Deployment deleted or scaled to zero), restarted if it dies;
   - the pod's Ready condition follows istiod's own readiness endpoint (what its readinessProbe checks), so the
-    Deployment is Available only once istiod really serves -- kwok alone would mark it Ready at once.
+    Deployment is Available only once istiod really serves -- kwok alone would mark it Ready at once;
+  - a kwok PortForward for the pod (owned by it) sends `kubectl port-forward` to its listeners, which is how
+    `istioctl proxy-status` reaches each istiod through the apiserver.
 Each process logs to logs/istiod-<namespace>-<pod>.log in the cluster's state directory.
 """
 
@@ -93,6 +95,7 @@ class Runner:
         self.cluster = cluster
         config.load_kube_config(str(cluster.inner_kubeconfig))
         self.core = client.CoreV1Api()
+        self.custom = client.CustomObjectsApi()
         self.processes: dict[str, subprocess.Popen] = {}  # pod uid -> process
         self.restarts: dict[str, float] = {}  # pod uid -> earliest next start
 
@@ -141,12 +144,29 @@ class Runner:
         workdir.mkdir(parents=True)
         self._write_plugged_ca(ns, workdir / "etc" / "cacerts")
         add_address(self.cluster, ip)
+        self._forward_ports(pod)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), **resolve_env(pod, container, self.core)}
         logfile = open(self.cluster.logs / f"istiod-{ns}-{name}.log", "ab")
         self.processes[pod.metadata.uid] = subprocess.Popen(
             [str(binary), *discovery_args(container, ip, self.cluster.inner_kubeconfig)], cwd=workdir, env=env,
             stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.info("started istiod for pod %s/%s on %s (pid %d)", ns, name, ip, self.processes[pod.metadata.uid].pid)
+
+    def _forward_ports(self, pod: client.V1Pod) -> None:
+        """kwok's port-forward rule for this pod: each istiod listener port to the same port on the pod's IP."""
+        ports = sorted(set(LISTENERS.values()))
+        body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
+                "metadata": {"name": pod.metadata.name, "namespace": pod.metadata.namespace,
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
+                                                  "uid": pod.metadata.uid}]},
+                "spec": {"forwards": [{"ports": [port], "target": {"port": port, "address": pod.status.pod_ip}}
+                                      for port in ports]}}
+        try:
+            self.custom.create_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", pod.metadata.namespace,
+                                                        "portforwards", body)
+        except client.ApiException as err:
+            if err.status != 409:
+                raise
 
     def _write_plugged_ca(self, namespace: str, directory: pathlib.Path) -> None:
         try:

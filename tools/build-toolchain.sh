@@ -18,20 +18,6 @@ pin_hash=$(cd "$tools" && find pins.env build-toolchain.sh go patches -type f ! 
 cache=${KFISTIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kf-istio-migrate}
 out=$cache/toolchain/$pin_hash
 
-if [[ ${1:-} == --dir ]]; then
-  echo "$out/bin"
-  exit 0
-fi
-if [[ -f $out/.complete ]]; then
-  echo "$out/bin"
-  exit 0
-fi
-command -v go >/dev/null || { echo "build-toolchain: 'go' is not on PATH; install Go >= 1.26 first" >&2; exit 1; }
-
-work=$cache/build/$pin_hash
-rm -rf "$work"
-mkdir -p "$work/bin" "$work/share" "$work/logs"
-cp -r "$tools/go/." "$work/"
 started=$(date +%s)
 
 say() { printf '[build-toolchain %4ss] %s\n' "$(($(date +%s) - started))" "$*" >&2; }
@@ -59,22 +45,49 @@ build() {
   fi
 }
 
+# istio_source DEST MODULE: DEST, istio.io/istio at MODULE without the agentgateway controller.
+istio_source() {
+  say "preparing Istio source ($2) without the agentgateway controller"
+  writable_copy "istio.io/istio@$2" "$1"
+  rm -f "$1/pilot/pkg/config/kube/agentgateway/"*.go
+  cp "$tools/patches/istio/agentgateway_disabled.go" "$1/pilot/pkg/config/kube/agentgateway/"
+  (cd "$1" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
+}
+
+# `--go-test-istio`: the Go tests of our code in the istio wrapper module (proxysim), against the pinned, patched
+# Istio source, kept beside the toolchain (per Istio module and patch) so only the first run copies it.
+if [[ ${1:-} == --go-test-istio ]]; then
+  src=$cache/go-test/$ISTIO_MODULE-$(sha256sum "$tools/patches/istio/agentgateway_disabled.go" | cut -c1-8)
+  if [[ ! -f $src/.complete ]]; then
+    rm -rf "$src" && mkdir -p "$src/istio" && istio_source "$src/istio/istio-src" "$ISTIO_MODULE" && touch "$src/.complete"
+  fi
+  cp -r "$tools/go/istio/." "$src/istio/"
+  cd "$src/istio" && exec go test ./proxysim/...
+fi
+
+if [[ ${1:-} == --dir ]]; then
+  echo "$out/bin"
+  exit 0
+fi
+if [[ -f $out/.complete ]]; then
+  echo "$out/bin"
+  exit 0
+fi
+command -v go >/dev/null || { echo "build-toolchain: 'go' is not on PATH; install Go >= 1.26 first" >&2; exit 1; }
+
+work=$cache/build/$pin_hash
+rm -rf "$work"
+mkdir -p "$work/bin" "$work/share" "$work/logs"
+cp -r "$tools/go/." "$work/"
+
 say "downloading modules (cache: $(go env GOMODCACHE))"
 for dir in pulumi langhost command-provider kubernetes etcd kwok; do
   (cd "$work/$dir" && go mod download) &
 done
 wait
 
-# istio_source DIR MODULE: DIR/istio-src, istio.io/istio at MODULE without the agentgateway controller.
-istio_source() {
-  say "preparing Istio source ($2) without the agentgateway controller"
-  writable_copy "istio.io/istio@$2" "$work/$1/istio-src"
-  rm -f "$work/$1/istio-src/pilot/pkg/config/kube/agentgateway/"*.go
-  cp "$tools/patches/istio/agentgateway_disabled.go" "$work/$1/istio-src/pilot/pkg/config/kube/agentgateway/"
-  (cd "$work/$1/istio-src" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
-}
-istio_source istio "$ISTIO_MODULE"
-istio_source istio-next "$ISTIO_NEXT_MODULE"
+istio_source "$work/istio/istio-src" "$ISTIO_MODULE"
+istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
 
 say "preparing pulumi-kubernetes provider source ($KUBERNETES_PROVIDER_MODULE) with its generated embeds"
 provider_src=$work/kubernetes-provider/provider-src
@@ -104,8 +117,9 @@ istio_ldflags() {
   echo "-X istio.io/istio/pkg/version.buildVersion=$1 -X istio.io/istio/pkg/version.buildGitRevision=${2##*-} \
     -X istio.io/istio/pkg/version.buildStatus=Clean"
 }
+# proxysim (tools/go/istio/proxysim): our proxy simulator, built from the pinned Istio module's ADS and CA clients.
 build istio "$(istio_ldflags "$ISTIO_VERSION" "$ISTIO_MODULE")" "$work/bin/" \
-  istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
+  istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery ./proxysim
 # The second build is named by its version (istioctl-1.31-dev): what the program looks for on PATH.
 build istio-next "$(istio_ldflags "$ISTIO_NEXT_VERSION" "$ISTIO_NEXT_MODULE")" "$work/istio-next/bin/" \
   istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
@@ -122,6 +136,9 @@ for set in node/fast node/heartbeat-with-lease pod/general; do
     cat "$kwok_stages/$set/$file"
   done
 done >"$work/share/kwok-stages.yaml"
+# kwok's PortForward CRD (per-pod port-forward rules, what `istioctl proxy-status` needs to reach each istiod).
+cp "$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" \
+  "$work/share/kwok-portforward-crd.yaml"
 
 rm -rf "$out"
 mkdir -p "$out"
