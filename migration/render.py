@@ -41,6 +41,9 @@ class RenderInput:
     """meshConfig.* overrides, as sorted (key, value) pairs."""
 
 
+DEBUG_AUTH_NAMESPACES = "DEBUG_ENDPOINT_AUTH_ALLOWED_NAMESPACES"
+
+
 def _values(cfg: MigrationConfig, plane: PlaneVersion) -> tuple[tuple[str, Any], ...]:
     """The plane's image overrides under the configured values (an explicit kf-istio-migrate:values wins)."""
     return tuple(sorted({**dict(plane.values), **cfg.values}.items()))
@@ -57,11 +60,15 @@ def migrated_input(cfg: MigrationConfig, plane: PlaneVersion = PlaneVersion(""))
     """The new plane: same flags in the target namespace under its own revision, at the plane's version and images.
     With rootNamespacePolicy=keep, mesh-wide config stays where users put it (meshConfig.rootNamespace = the old
     namespace)."""
-    mesh = dict(cfg.mesh_config)
+    mesh, values = dict(cfg.mesh_config), _values(cfg, plane)
     if cfg.root_namespace_policy == "keep":
         mesh.setdefault("rootNamespace", cfg.source_namespace)
+        # istiod authorizes its debug view (what `istioctl proxy-status` reads) for callers from the root namespace
+        # only; istioctl authenticates as a ServiceAccount of the namespace it is pointed at (-i istio-system), so
+        # without this the operator's proxy-status, and the in-use gate, would see no proxy outside istio-system.
+        values = tuple(sorted({f"pilot.env.{DEBUG_AUTH_NAMESPACES}": cfg.target_namespace, **dict(values)}.items()))
     return RenderInput(namespace=cfg.target_namespace, revision=cfg.revision, profile=cfg.profile,
-                       values=_values(cfg, plane), mesh_config=tuple(sorted(mesh.items())))
+                       values=values, mesh_config=tuple(sorted(mesh.items())))
 
 
 def _scalar(value: Any) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -32,8 +34,19 @@ def test_charm_flags():
         "--set", "meshConfig.accessLogFile=/dev/stdout"]
     assert render.istioctl_args(render.migrated_input(CFG)) == [
         "manifest", "generate", "--set", "profile=minimal", "--set", "values.global.istioNamespace=istio-system",
-        "--set", "revision=kf-1-30", "--set", "meshConfig.accessLogFile=/dev/stdout",
-        "--set", "meshConfig.rootNamespace=kubeflow"]
+        "--set", "revision=kf-1-30", "--set", "values.pilot.env.DEBUG_ENDPOINT_AUTH_ALLOWED_NAMESPACES=istio-system",
+        "--set", "meshConfig.accessLogFile=/dev/stdout", "--set", "meshConfig.rootNamespace=kubeflow"]
+
+
+def test_the_new_istiod_serves_its_debug_view_to_its_own_namespace_only_when_the_root_stays_behind(migrated):
+    """istiod authorizes `istioctl proxy-status` callers from its root namespace; with the root kept in kubeflow,
+    the plane's own namespace (where istioctl authenticates) is allowed explicitly; with the root moved it is the
+    root already."""
+    istiod = next(o for o in migrated if o["kind"] == "Deployment")
+    env = {e["name"]: e.get("value") for e in istiod["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["DEBUG_ENDPOINT_AUTH_ALLOWED_NAMESPACES"] == "istio-system"
+    moved = dataclasses.replace(CFG, root_namespace_policy="move")
+    assert not any("DEBUG_ENDPOINT" in a for a in render.istioctl_args(render.migrated_input(moved)))
 
 
 def test_legacy_names(legacy):
