@@ -47,16 +47,32 @@ class VerificationArgs:
     leaving: str
     """The plane being left: no running pod in the cluster may still use it."""
     target: KubeTarget
+    istioctl_version: str
+    """The destination plane's Istio version: its istioctl asks both planes which proxies they serve."""
+    istioctl: str | None
+    """That istioctl's configured path (kf-istio-migrate:istioctl), else istioctl-<version> or istioctl on PATH."""
+    timeout_seconds: int
+    """How long restarted pods' proxies get to connect to the destination before the gate fails."""
+    revisions: tuple[str, str]
+    """The istio.io/rev of the destination's istiods and of the leaving plane's."""
+
+
+def verification_script(args: VerificationArgs) -> str:
+    return live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving,
+                        "--istioctl-version", args.istioctl_version, "--timeout", str(args.timeout_seconds),
+                        "--revision", args.revisions[0], "--leaving-revision", args.revisions[1],
+                        *(["--istioctl", args.istioctl] if args.istioctl else []))
 
 
 class Verification(pulumi.ComponentResource):
     """The in-use gate before teardown: fails the update, naming each pod with its owner and why it was not moved,
     while any running pod in the cluster still uses the plane being left or lacks the sidecar its injector would
-    give it (the gateway included)."""
+    give it (the gateway included) -- by its spec, then live: a proxy still connected to the plane being left, or
+    one no destination istiod serves (live.verify; says so when the live view cannot be had)."""
 
     def __init__(self, name: str, args: VerificationArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Verification", name, None, opts)
-        script = live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving)
+        script = verification_script(args)
         # The kubeconfig path is not a trigger: only what is verified decides whether it runs again.
         self.command = step(name, script, [args.istiod_address, args.leaving], args.target,
                             child_options(self, opts), directory=str(REPO))

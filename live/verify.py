@@ -1,8 +1,16 @@
 """python -m live.verify [--kubeconfig FILE --context NAME] --istiod ADDR --leaving ADDR
+                        [--istioctl-version V | --istioctl PATH] [--revision R --leaving-revision R] [--timeout S]
 
 The in-use gate: exit 0 only if no running pod anywhere in the cluster still needs moving off the plane at
---leaving (migration.workloads.needs_move: its proxy uses that istiod, or it has no proxy though an injector of
-either plane would give it one). Otherwise print each such pod with its owner and why it was not moved.
+--leaving, judged twice:
+  - from pod specs (migration.workloads.needs_move: its proxy uses that istiod, or it has no proxy though an
+    injector of either plane would give it one);
+  - live, from the control planes (migration.proxies): `istioctl proxy-status -o json` against each plane's
+    istiods, as an operator runs it; no proxy may still be connected to the plane being left, and every running
+    pod whose proxy names the destination must be served by a destination istiod.
+Both are retried until --timeout (a restarted pod's proxy connects a moment after it runs). When the live view
+cannot be had (no istioctl of that version, istiod unreachable), it says so and the pod-spec check alone decides;
+it never passes silently. Otherwise print each offending pod with its owner and why.
 The migration passes the stack's resolved cluster (--kubeconfig and --context); an operator checking by hand may
 leave them out to read KUBECONFIG and its current context.
 """
@@ -10,12 +18,55 @@ leave them out to read KUBECONFIG and its current context.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import time
 
-from kubernetes import config
+from kubernetes import client, config
 
 from live.discovery import pod_view
+from migration import istioctls
+from migration.proxies import ConnectedProxy, live_offenders, namespace_of, parse_proxy_status
 from migration.workloads import offenders, proxy_address, service_of
+
+
+class LiveViewUnavailable(RuntimeError):
+    pass
+
+
+def proxy_status(istioctl: str, namespace: str, revision: str, kubeconfig: str | None,
+                 context: str | None) -> list[ConnectedProxy]:
+    """The proxies the istiods of one plane serve, as `istioctl proxy-status -i NAMESPACE -r REVISION -o json`
+    reports them (istioctl port-forwards to each istiod pod labelled app=istiod and istio.io/rev=REVISION)."""
+    cluster = [*(["--kubeconfig", kubeconfig] if kubeconfig else []), *(["--context", context] if context else [])]
+    command = [istioctl, "proxy-status", "-i", namespace, "-r", revision, "-o", "json", "--timeout", "20s", *cluster]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LiveViewUnavailable(f"`istioctl proxy-status -i {namespace} -r {revision}` failed: "
+                                  f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return parse_proxy_status(proc.stdout)
+
+
+def running_istiods(api: client.ApiClient, namespace: str, revision: str) -> int:
+    """istiod pods of the plane that run and are not being deleted (those istioctl would port-forward to)."""
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=f"app=istiod,istio.io/rev={revision}",
+                                                     field_selector="status.phase=Running").items
+    return sum(1 for p in pods if p.metadata.deletion_timestamp is None)
+
+
+def live_check(args, api: client.ApiClient, pods: list) -> tuple[list[str], str]:
+    """Offenders by the live view, and what it saw; raises LiveViewUnavailable naming why it cannot be had."""
+    try:
+        istioctl = istioctls.find(args.istioctl_version, args.istioctl) if args.istioctl_version else args.istioctl
+    except istioctls.RenderError as err:
+        raise LiveViewUnavailable(str(err)) from None
+    planes = [(namespace_of(args.leaving), args.leaving_revision), (namespace_of(args.istiod), args.revision)]
+    # A plane without running istiods serves nobody (istioctl would look elsewhere, at the webhooks' address).
+    leaving, destination = ([] if not running_istiods(api, ns, rev)
+                            else proxy_status(istioctl, ns, rev, args.kubeconfig, args.context) for ns, rev in planes)
+    seen = (f"live (istioctl proxy-status): {len(destination)} proxies connected to the istiods of {planes[1][0]}, "
+            f"{len(leaving)} to those of {planes[0][0]}")
+    return live_offenders(leaving, destination, pods, args.istiod), seen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,13 +75,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context", help="default: the kubeconfig's current context")
     parser.add_argument("--istiod", required=True, help="the destination istiod, e.g. istiod-kf-1-30.istio-system.svc:15012")
     parser.add_argument("--leaving", required=True, help="the istiod being left, e.g. istiod.kubeflow.svc:15012")
+    parser.add_argument("--istioctl-version", help="Istio version of the istioctl that asks the control planes "
+                        "(istioctl-<version> or istioctl on PATH); without it, pod specs alone decide")
+    parser.add_argument("--istioctl", help="that istioctl's path (kf-istio-migrate:istioctl); alone, any istioctl "
+                        "(an operator's check by hand)")
+    parser.add_argument("--revision", default="default", help="the destination istiod's istio.io/rev label")
+    parser.add_argument("--leaving-revision", default="default", help="the leaving istiod's istio.io/rev label")
+    parser.add_argument("--timeout", type=float, default=0, help="seconds to keep re-checking before failing")
     args = parser.parse_args(argv)
-    view = pod_view(config.new_client_from_config(config_file=args.kubeconfig, context=args.context))
-    bad = offenders(**view, leaving=args.leaving, destination=args.istiod)
+    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        view = pod_view(api)
+        bad = offenders(**view, leaving=args.leaving, destination=args.istiod)
+        live_note = "live proxy view not asked (no --istioctl-version or --istioctl): pod specs only"
+        if (args.istioctl_version or args.istioctl) and not bad:
+            try:
+                bad, live_note = live_check(args, api, view["pods"])
+            except LiveViewUnavailable as err:
+                live_note = f"live proxy view unavailable, pod specs only: {err}"
+        if not bad or time.monotonic() >= deadline:
+            break
+        time.sleep(2)
     for line in bad:
         print(f"still needs moving off {args.leaving}: {line}", file=sys.stderr)
     moved = sum(1 for p in view["pods"] if service_of(proxy_address(p) or "") == service_of(args.istiod))
-    print(f"{moved} proxies use {args.istiod}; {len(bad)} pod(s) still need moving off {args.leaving}")
+    print(f"{moved} proxies use {args.istiod}; {len(bad)} pod(s) still need moving off {args.leaving}; {live_note}")
     return 1 if bad else 0
 
 

@@ -19,7 +19,7 @@ from components.gateway import GatewayArgs
 from components.guard import GuardArgs
 from components.rollouts import RolloutsArgs, UnmanagedPodsArgs
 from components.webhook_switch import WebhookSwitchArgs
-from migration import guard, plan, render, versions
+from migration import guard, istioctls, plan, render, versions
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
@@ -145,7 +145,9 @@ def moves_output(found: Moves) -> dict[str, dict[str, int]]:
 
 
 def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
-           target: KubeTarget) -> MigrationSteps:
+           target: KubeTarget, version: str) -> MigrationSteps:
+    """version: the Istio version of the plane moved to, whose istioctl asks the control planes which proxies they
+    serve (the in-use gate's live view)."""
     switched = [protected(adoptable(hook)) for hook in (steps.default_injector, steps.default_validator) if hook]
     return MigrationSteps(
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
@@ -158,7 +160,11 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
             target=target),
         unmanaged=UnmanagedPodsArgs(policy=cfg.unmanaged_pods, timeout_seconds=cfg.unmanaged_pods_timeout_seconds,
                                     istiod_address=topology.istiod_address, leaving=leaving, target=target),
-        verification=VerificationArgs(istiod_address=topology.istiod_address, leaving=leaving, target=target),
+        verification=VerificationArgs(istiod_address=topology.istiod_address, leaving=leaving, target=target,
+                                      istioctl_version=version, istioctl=istioctls.configured_for(version, cfg.istioctl),
+                                      timeout_seconds=cfg.rollout_timeout_seconds,
+                                      revisions=(cfg.control_plane_revision,
+                                                 "default" if cfg.topology == "migrated" else cfg.revision)),
         teardown=TeardownArgs(objects=steps.teardown, target=target),
         teardown_name=("teardown-legacy-control-plane" if cfg.topology == "migrated"
                        else "teardown-migrated-control-plane"))
@@ -224,7 +230,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
                                        objects=tuple(objects), adopt=adopt, protect=migrated),
         gateway=gateway,
-        steps=_steps(cfg, topology, steps, found, leaving, target) if steps else None,
+        steps=_steps(cfg, topology, steps, found, leaving, target,
+                     (renders.versions.migrated if migrated else renders.versions.legacy).version) if steps else None,
         guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target) if rolling_back else None,
         outputs={"topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,

@@ -84,14 +84,24 @@ def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:
     assert len(set(after["roots"].values())) == 1, "more than one root of trust"
 
 
+def revision_of(address: str) -> str:
+    """The istio.io/rev of the plane at address (the charm's is `default`, the migrated one's the configured
+    revision, kf-1-30 in every test)."""
+    return "default" if address == LEGACY_ISTIOD else "kf-1-30"
+
+
 def every_sidecar_on(workspace: Workspace, address: str, leaving: str) -> None:
-    """live.verify (the migration's in-use gate) passes for address on exactly this workspace's cluster: no running
-    pod is left on leaving; and, read independently, every running pod with a proxy uses address."""
+    """live.verify (the migration's in-use gate) passes for address on exactly this workspace's cluster, by pod
+    specs and live (istioctl proxy-status against both planes; the simulated proxies of restarted pods get a
+    minute to connect): no running pod is left on leaving; and, read independently, every running pod with a proxy
+    uses address."""
     cluster = workspace.cluster
     verify = run([str(toolchain.VENV_BIN / "python"), "-m", "live.verify", "--kubeconfig", str(cluster.kubeconfig),
-                  "--context", cluster.context, "--istiod", address, "--leaving", leaving],
+                  "--context", cluster.context, "--istiod", address, "--leaving", leaving, "--istioctl-version",
+                  toolchain.pins()["ISTIO_VERSION"], "--revision", revision_of(address), "--leaving-revision",
+                  revision_of(leaving), "--timeout", "60"],
                  workspace.env, cwd=toolchain.REPO, check=False)
-    assert verify.returncode == 0, verify.stderr
+    assert verify.returncode == 0 and "live (istioctl proxy-status)" in verify.stdout, verify.stdout + verify.stderr
     proxies = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": proxy_address(p)
                for p in kubectl_json(workspace.env, "get", "pods", "-A")["items"]
                if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}

@@ -121,14 +121,14 @@ def legacy_mesh(name: str) -> Mesh:
     return Mesh(workspace, snapshot(workspace.env), sampler)
 
 
-def up_killed_at(mesh: Mesh, point: str, stack: str = "migrated", timeout: float = 600) -> str:
+def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", timeout: float = 600) -> str:
     """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started) as soon as the kill
     point is observed. Returns the output so far; fails if the update ended before the point was reached."""
-    api, probe = Api(mesh.env["KUBECONFIG"]), KILL_POINTS[point]
-    log = mesh.workspace.cluster.dir / f"up-{stack}-{point}.log"
+    api, probe = Api(workspace.env["KUBECONFIG"]), KILL_POINTS[point]
+    log = workspace.cluster.dir / f"up-{stack}-{point}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
-                                cwd=mesh.workspace.dir, env=mesh.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=workspace.dir, env=workspace.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         started = time.monotonic()
         deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:

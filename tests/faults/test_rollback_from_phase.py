@@ -12,7 +12,7 @@ def test_rollback_from(rollback_point):
     mesh = legacy_mesh(f"r4-{rollback_point[:10]}")
     try:
         mesh.workspace.init("migrated")
-        up_killed_at(mesh, rollback_point)
+        up_killed_at(mesh.workspace, rollback_point)
         mesh.pulumi("cancel", "--stack", "migrated", "--yes")
         mesh.workspace.up("legacy")
         one_injector_throughout(mesh.sampler.stop())

@@ -1,0 +1,217 @@
+"""The move proved on the live mesh: every sidecar and the gateway run a simulated istio-proxy agent (tools/go/istio/
+proxysim: token, certificate by CSR, ADS over mTLS, from each pod's own spec), and the real istioctl's
+`proxy-status` lists them under the istiod they are connected to -- before, after the migration, after the way back.
+Along the way the new plane's xDS port is made unreachable: the in-use gate fails naming the proxies that cannot
+reach it and keeps the old plane. Certificates both planes issued complete an mTLS handshake, each side trusting only
+the root its own istiod handed it, with the self-signed CA and with a plugged-in `cacerts` CA."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import socket
+import ssl
+import threading
+
+import pytest
+
+from demo import fixture
+from devcluster import proxy_events
+from live.verify import proxy_status
+from migration.workloads import proxy_address
+from tests.faults.harness import up_killed_at
+from tests.plugged_ca import different_root_leaf, plugged_ca_secret
+from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, poll, purged, revision_of, roll_back_and_check,
+                           run)
+
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
+PROFILES = fixture.profile_namespaces(SIZE)
+
+
+def proxies_with_sidecars(env) -> dict[tuple[str, str], str]:
+    """(namespace, pod) -> the proxy image of every running pod that has an istio-proxy (the gateway included)."""
+    pods = json.loads(run(["kubectl", "get", "pods", "-A", "-o", "json"], env).stdout)["items"]
+    return {(p["metadata"]["namespace"], p["metadata"]["name"]):
+            next(c["image"] for c in p["spec"]["containers"] if c["name"] == "istio-proxy")
+            for p in pods if proxy_address(p) and p["status"].get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")}
+
+
+def listed(env, address: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(namespace, pod) -> (istiod, version) as `istioctl proxy-status` lists the plane at address."""
+    ns = address.split(".")[1]
+    return {(p.namespace, p.pod): (p.istiod, p.version)
+            for p in proxy_status("istioctl", ns, revision_of(address), env["KUBECONFIG"], None)}
+
+
+def all_listed_on(env, address: str, timeout: float = 60) -> dict[tuple[str, str], tuple[str, str]]:
+    """Waits until proxy-status lists every running proxy on the plane at address; returns the listing."""
+    return poll(lambda: (seen := listed(env, address)) and set(seen) == set(proxies_with_sidecars(env)) and seen,
+                timeout, f"every proxy listed on {address}")
+
+
+def remove_xds_port(env) -> dict:
+    """The new istiod Service without port 15012 (the gateway and sidecars' discovery and CA port): its pods keep
+    serving webhooks, but no proxy can reach the plane. Returns the removed port, to put it back."""
+    svc = json.loads(run(["kubectl", "-n", "istio-system", "get", "svc", "istiod-kf-1-30", "-o", "json"], env).stdout)
+    index = next(i for i, p in enumerate(svc["spec"]["ports"]) if p["port"] == 15012)
+    run(["kubectl", "-n", "istio-system", "patch", "svc", "istiod-kf-1-30", "--type=json",
+         "-p", json.dumps([{"op": "remove", "path": f"/spec/ports/{index}"}])], env)
+    return svc["spec"]["ports"][index]
+
+
+@pytest.fixture(scope="module")
+def moved():
+    """Legacy mesh; `pulumi up` killed right after the webhook switch; the xDS port removed; the resumed update
+    (must fail); the port back and the update finished; then the way back. Observations at each point."""
+    with purged(fresh_workspace("lp")) as workspace:
+        env = workspace.env
+        fixture.build(env, SIZE)
+        seen = {"before": all_listed_on(env, LEGACY_ISTIOD), "images_before": proxies_with_sidecars(env)}
+        workspace.init("migrated")
+        workspace.set_config("migrated", "kf-istio-migrate:rolloutTimeoutSeconds", "30")
+        up_killed_at(workspace, "injector-switched")
+        workspace.pulumi("cancel", "--stack", "migrated", "--yes")
+        port = remove_xds_port(env)
+        seen["unreachable"] = workspace.up("migrated", check=False)
+        seen["old_istiod_after_failure"] = run(["kubectl", "-n", "kubeflow", "get", "deploy", "istiod", "-o", "name"],
+                                               env, check=False).stdout.strip()
+        run(["kubectl", "-n", "istio-system", "patch", "svc", "istiod-kf-1-30", "--type=json",
+             "-p", json.dumps([{"op": "add", "path": "/spec/ports/-", "value": port}])], env)
+        seen["finished"] = workspace.up("migrated").stdout
+        seen["after"] = all_listed_on(env, NEW_ISTIOD)
+        seen["images_after"] = proxies_with_sidecars(env)
+        seen["events_after"] = proxy_events.read(workspace.cluster.proxy_events)
+        seen["certs"] = workspace.cluster.dir / "proxies"
+        roll_back_and_check(workspace, PROFILES)
+        seen["back"] = all_listed_on(env, LEGACY_ISTIOD)
+        seen["new_plane_back"] = run(["kubectl", "-n", "istio-system", "get", "deploy", "-l", "app=istiod", "-o",
+                                      "name"], env).stdout.strip()
+        yield seen
+
+
+def _tag(image: str) -> str:
+    return image.rsplit(":", 1)[-1]
+
+
+def test_before_every_proxy_is_listed_on_the_kubeflow_istiod(moved):
+    before, images = moved["before"], moved["images_before"]
+    assert set(before) == set(images) and any(ns == "kubeflow" for ns, _ in before)  # the gateway too
+    assert {istiod for istiod, _ in before.values()} == {next(iter(before.values()))[0]}
+    assert next(iter(before.values()))[0].startswith("istiod-") and "kf-1-30" not in next(iter(before.values()))[0]
+    assert all(version == _tag(images[pod]) for pod, (_, version) in before.items())
+
+
+def test_a_proxy_that_cannot_reach_the_new_plane_fails_the_gate_by_name_and_keeps_the_old_plane(moved):
+    failed = moved["unreachable"]
+    assert failed.returncode != 0
+    named = [line for line in failed.stdout.splitlines() if "no istiod of istio-system serves it" in line]
+    assert any("/istio-ingressgateway-workload-" in line for line in named), failed.stdout[-3000:]
+    assert {line.split(": ")[1].split("/")[0] for line in named} >= set(PROFILES), failed.stdout[-3000:]
+    assert "teardown-legacy-control-plane" not in failed.stdout
+    assert moved["old_istiod_after_failure"] == "deployment.apps/istiod"
+
+
+def test_after_the_migration_every_proxy_is_on_the_new_istiod_and_none_on_the_old(moved):
+    after, images = moved["after"], moved["images_after"]
+    assert set(after) == set(images)
+    assert {istiod for istiod, _ in after.values()} and all(i.startswith("istiod-kf-1-30-") for i, _ in after.values())
+    assert all(version == _tag(images[pod]) for pod, (_, version) in after.items())
+    # The in-use gate asked both planes while the old one still ran (its teardown comes after the gate).
+    assert (f"live (istioctl proxy-status): {len(after)} proxies connected to the istiods of istio-system, "
+            "0 to those of kubeflow") in moved["finished"], moved["finished"][-3000:]
+
+
+def test_no_proxy_lost_its_control_plane_while_its_pod_ran(moved):
+    assert proxy_events.lost_control_plane(moved["events_after"]) == []
+    roots = proxy_events.issuers(moved["events_after"])
+    assert any(i.startswith("kubeflow/") for i in roots) and any(i.startswith("istio-system/") for i in roots)
+    assert len(set().union(*roots.values())) == 1, roots
+
+
+def test_after_the_way_back_every_proxy_is_on_the_kubeflow_istiod_again(moved):
+    assert moved["back"] and all(not i.startswith("istiod-kf-1-30") for i, _ in moved["back"].values())
+    assert moved["new_plane_back"] == ""
+
+
+def certificate_dirs(events, certs: pathlib.Path, plane: str) -> list[pathlib.Path]:
+    """The simulated proxies' certificate directories whose certificate the istiods of plane issued."""
+    return [certs / e["pod"].replace("/", "-") for e in events
+            if e["event"] == "certificate" and e["istiod"].startswith(f"{plane}/")]
+
+
+def handshake(server: pathlib.Path, client: pathlib.Path, client_root: pathlib.Path | None = None) -> str:
+    """An mTLS handshake between two proxies' certificates, each side trusting only the root its own istiod handed
+    it (ca-root.pem); returns the client identity the server saw. Raises ssl.SSLError when trust fails."""
+    def context(side: int, d: pathlib.Path, root: pathlib.Path) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(side)
+        ctx.check_hostname = False  # Istio peers are SPIFFE URIs, checked below, not host names
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_cert_chain(d / "cert-chain.pem", d / "key.pem")
+        ctx.load_verify_locations(root)
+        return ctx
+
+    a, b = socket.socketpair()
+    serving = context(ssl.PROTOCOL_TLS_SERVER, server, server / "ca-root.pem").wrap_socket(
+        a, server_side=True, do_handshake_on_connect=False)  # the handshake runs in serve(), beside the client
+    seen: dict = {}
+
+    def serve():
+        try:
+            serving.do_handshake()
+            seen["peer"] = [v for k, v in serving.getpeercert().get("subjectAltName", ()) if k == "URI"][0]
+            serving.sendall(b"ok")
+        except (ssl.SSLError, OSError) as err:
+            seen["error"] = err
+        finally:
+            serving.close()
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with context(ssl.PROTOCOL_TLS_CLIENT, client, client_root or client / "ca-root.pem").wrap_socket(b) as c:
+            assert c.recv(2) == b"ok"
+    finally:
+        thread.join(10)
+    if "error" in seen:
+        raise seen["error"]
+    return seen["peer"]
+
+
+def test_old_and_new_sidecars_complete_an_mtls_handshake(moved):
+    events, certs = moved["events_after"], moved["certs"]
+    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
+    assert old and new
+    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")
+    assert handshake(new[-1], old[0]).startswith("spiffe://cluster.local/ns/")
+
+
+def test_a_certificate_under_another_root_is_refused(moved, tmp_path):
+    events, certs = moved["events_after"], moved["certs"]
+    stranger = different_root_leaf(tmp_path, "spiffe://cluster.local/ns/kubeflow-user-000/sa/default")
+    with pytest.raises(ssl.SSLError):
+        handshake(certificate_dirs(events, certs, "kubeflow")[0], stranger)
+
+
+@pytest.fixture(scope="module")
+def plugged():
+    """A legacy mesh whose istiod was given a plugged-in CA (`cacerts` in kubeflow before the install), migrated."""
+    with purged(fresh_workspace("lpca")) as workspace:
+        env = workspace.env
+        run(["kubectl", "create", "namespace", "kubeflow"], env)
+        run(["kubectl", "apply", "-f", "-"], env, input=json.dumps(plugged_ca_secret(workspace.cluster.dir / "ca")))
+        fixture.build(env, fixture.FixtureSize(profiles=1, deployments=1, kubeflow_shape=False))
+        all_listed_on(env, LEGACY_ISTIOD)
+        workspace.init("migrated")
+        workspace.up("migrated")
+        all_listed_on(env, NEW_ISTIOD)
+        yield workspace.cluster
+
+
+def test_with_a_plugged_in_ca_old_and_new_certificates_chain_to_it_and_handshake(plugged):
+    events, certs = proxy_events.read(plugged.proxy_events), plugged.dir / "proxies"
+    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
+    assert old and new
+    root = (plugged.dir / "ca" / "root-cert.pem").read_text().strip()
+    assert {(d / "ca-root.pem").read_text().strip() for d in old + new} == {root}
+    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")

@@ -1,0 +1,66 @@
+"""Certificate authorities made for tests: a plugged-in Istio CA (`cacerts`: root, intermediate signing CA and its
+chain, Istio's plug-in format) and a leaf under a root no istiod knows."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import pathlib
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _issue(subject: str | None, key, issuer: x509.Name | None, issuer_key, ca: bool, uri: str | None = None):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kf-istio-migrate tests")]
+                     + ([x509.NameAttribute(NameOID.COMMON_NAME, subject)] if subject else []))
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer or name).public_key(key.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=2))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False),
+                                        critical=True)
+    if uri:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(uri)]),
+                                        critical=True)
+    return builder.sign(issuer_key or key, hashes.SHA256())
+
+
+def plugged_ca_secret(directory: pathlib.Path) -> dict:
+    """A root and an intermediate CA written to directory (root-cert.pem, ca-cert.pem, ca-key.pem, cert-chain.pem)
+    and the `cacerts` Secret for the kubeflow namespace that plugs them into istiod."""
+    root_key, ca_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    root = _issue("Test Root CA", root_key, None, None, ca=True)
+    ca = _issue("Test Intermediate CA", ca_key, root.subject, root_key, ca=True)
+    files = {"root-cert.pem": _pem(root), "ca-cert.pem": _pem(ca), "ca-key.pem": _key_pem(ca_key),
+             "cert-chain.pem": _pem(ca) + _pem(root)}
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cacerts", "namespace": "kubeflow"},
+            "data": {name: base64.b64encode(data).decode() for name, data in files.items()}}
+
+
+def different_root_leaf(directory: pathlib.Path, uri: str) -> pathlib.Path:
+    """A workload certificate for uri under a fresh root (cert-chain.pem, key.pem, ca-root.pem, like the simulator's
+    per-proxy directories): a peer of another mesh."""
+    root_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    root = _issue("Another Root CA", root_key, None, None, ca=True)
+    leaf = _issue(None, key, root.subject, root_key, ca=False, uri=uri)
+    (directory / "cert-chain.pem").write_bytes(_pem(leaf))
+    (directory / "key.pem").write_bytes(_key_pem(key))
+    (directory / "ca-root.pem").write_bytes(_pem(root))
+    return directory
