@@ -9,6 +9,7 @@ from typing import Any
 from demo.kubeflow import PipelineSteps
 from demo.observe import InjectorSampler, snapshot
 from demo.verification import checks
+from devcluster import proxy_events
 from devcluster.workspace import Workspace
 
 
@@ -51,5 +52,6 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
                              env=shell).returncode == 0
     outputs = workspace.outputs("migrated")
-    return Migration(checks(env, outputs, before, snapshot(env), samples, clean), samples, seconds, outputs,
+    events = proxy_events.read(workspace.cluster.proxy_events)
+    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events), samples, seconds, outputs,
                      finished)

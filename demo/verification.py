@@ -9,14 +9,19 @@ from typing import Any
 from kubernetes import config
 
 from demo.observe import kubectl_json
+from devcluster import toolchain
+from devcluster.proxy_events import issuers, lost_control_plane
 from live.discovery import pod_view
+from live.verify import proxy_status
 from migration.versions import build_of, istiod_image
 from migration.workloads import offenders, proxy_address, service_of
 
 
 def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
-           samples: list[dict[str, Any]], second_preview_clean: bool) -> list[tuple[str, str, bool]]:
-    """(check, observed, passed) rows. outputs: `pulumi stack output --json` of the migrated stack."""
+           samples: list[dict[str, Any]], second_preview_clean: bool,
+           proxy_events: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """(check, observed, passed) rows. outputs: `pulumi stack output --json` of the migrated stack; proxy_events:
+    the proxy simulator's log (devcluster.proxy_events) over the update."""
     new_ns, address, old_ns = outputs["controlPlaneNamespace"], outputs["istiodAddress"], outputs["sourceNamespace"]
     new_istiod = address.split(".", 1)[0]  # istioctl names the Deployment like its Service
     counts = [c for s in samples for c in s["injectors"].values()]
@@ -35,6 +40,10 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
     available = next((c["status"] for c in conditions if c["type"] == "Available"), "missing")
     old = sorted(name for ns, name in istiods if ns == old_ns)
     legacy, new_image = outputs["legacyIstiod"], istiod_image(new) if new else "missing"
+    live = proxy_status(str(toolchain.binary("istioctl")), new_ns, outputs["revision"], env["KUBECONFIG"], None)
+    with_proxy = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in view["pods"]
+                  if proxy_address(p) and p["status"]["phase"] == "Running" and not p["metadata"]["deletionTimestamp"]}
+    lost, roots = lost_control_plane(proxy_events), set().union(*issuers(proxy_events).values())
     same_specs = [n for n, spec in before["crd_specs"].items() if after["crd_specs"].get(n) == spec]
     changed_crs = sorted(k for k in before["crs"] if before["crs"][k] != after["crs"].get(k))
     return [
@@ -56,6 +65,12 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
          bool(kinds)),
         ("no pod left on the old istiod (gateway included)", f"{moved} proxies on {address}, {len(bad)} left"
          + (f"; e.g. {bad[0]}" if bad else ""), not bad and moved > 0),
+        ("live: every proxy connected to the new istiod (istioctl proxy-status)",
+         f"{len(live)} of {len(with_proxy)} on {sorted({p.istiod for p in live})}, versions "
+         f"{sorted({p.version for p in live})}", {(p.namespace, p.pod) for p in live} == with_proxy and bool(live)),
+        ("no proxy lost its istiod while its pod ran; one issuing root", f"{len(lost)} lost"
+         + (f" (e.g. {lost[0]})" if lost else "") + f", {len(roots)} root(s) over both istiods' certificates",
+         not lost and len(roots) == 1),
         ("old control plane removed", f"istiod Deployments left in {old_ns}: {old or 'none'}", not old),
         ("second `pulumi preview` shows no changes", "no changes" if second_preview_clean else "changes",
          second_preview_clean),

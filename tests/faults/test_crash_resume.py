@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from demo.observe import snapshot
 from demo.verification import checks
+from devcluster import proxy_events
 from tests.faults.harness import legacy_mesh, up_killed_at
 
 
@@ -12,13 +13,13 @@ def test_crash_then_resume_converges(resume_point):
     mesh = legacy_mesh(f"r1-{resume_point[:10]}")
     try:
         mesh.workspace.init("migrated")
-        up_killed_at(mesh, resume_point)
+        up_killed_at(mesh.workspace, resume_point)
         mesh.pulumi("cancel", "--stack", "migrated", "--yes")  # the dead update's lock
         mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
         second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
         samples = mesh.sampler.stop()
         rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), samples,
-                      second.returncode == 0)
+                      second.returncode == 0, proxy_events.read(mesh.workspace.cluster.proxy_events))
         failed = [f"{check}: {observed}" for check, observed, ok in rows if not ok]
         assert not failed, f"after a crash at {resume_point} and a resume: {failed}"
     finally:
