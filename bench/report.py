@@ -33,6 +33,15 @@ def table(report: dict[str, Any]) -> str:
     lines.append(f"{'injectors per namespace (min-max)':<38}"
                  + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_samples']})".rjust(12)
                            for r in runs))
+    if all("data_plane" in r for r in runs):
+        lines += ["", "Data plane (simulated istio-proxy per pod: token, CSR, ADS over mTLS; targets 0 and <= a pod restart)"]
+        for title, key in [("proxies connected before the update", "proxies"),
+                           ("lost their istiod while the pod ran", "proxies_lost_control_plane"),
+                           ("longest without an istiod (s)", "longest_without_istiod_s"),
+                           ("istiod cores, all proxies connected", "istiod_cores_all_connected"),
+                           ("simulator cores, all connected", "proxysim_cores_all_connected"),
+                           ("simulator cores during the update", "proxysim_cores_during_up")]:
+            lines.append(f"{title:<38}" + "".join(f"{str(r['data_plane'][key]):>12}" for r in runs))
     if report.get("previews"):
         p = report["previews"]
         lines += ["", "P3 `pulumi preview --stack migrated`"]

@@ -11,6 +11,7 @@ from bench.churn import ChurnGenerator
 from bench.recorder import WorkloadRecorder
 from demo import fixture
 from demo.observe import InjectorSampler
+from devcluster import procstat, proxy_events
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from devcluster.workspace import Workspace
@@ -27,22 +28,30 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         fixture.build(env, size)
         log(f"  [{label}] fixture ({size.profiles}x{size.deployments}) built in {time.monotonic() - started:.0f}s")
         workspace.init("migrated")
+        idle = procstat.cores_over(cluster, 10)  # every simulated proxy connected to the legacy istiod, no change
         namespaces = fixture.profile_namespaces(size)
         recorders = [WorkloadRecorder(str(cluster.kubeconfig), kind) for kind in ("Deployment", "StatefulSet")]
         sampler = InjectorSampler(str(cluster.kubeconfig), namespaces)
         churn = ChurnGenerator(str(cluster.kubeconfig), namespaces, churn_rate)
         for thread in (*recorders, sampler, churn):
             thread.start()
-        started = time.monotonic()
+        started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
         try:
             workspace.up("migrated")
         finally:
-            ended = time.monotonic()
+            ended, wall_ended, cpu_after = time.monotonic(), time.time(), procstat.cpu(cluster)
             records, samples = churn.stop(), sampler.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
         result = summarize_run(label, started, ended, events, samples, records, namespaces)
         result["config"] = overrides
+        logged = proxy_events.read(cluster.proxy_events)
+        result["data_plane"] = {
+            **proxy_events.data_plane(logged, wall_started, wall_ended),
+            "proxies": len({e["pod"] for e in logged
+                            if e["event"] == "connected" and proxy_events.seconds(e["time"]) < wall_started}),
+            "istiod_cores_all_connected": idle["istiod"], "proxysim_cores_all_connected": idle["proxysim"],
+            "proxysim_cores_during_up": round((cpu_after["proxysim"] - cpu_before["proxysim"]) / (ended - started), 3)}
         log(f"  [{label}] migrated in {result['wall_s']}s (lower bound {result['lower_bound_s']}s)")
         return result
     finally:

@@ -69,3 +69,28 @@ def test_growth_and_table():
     text = table({"migrations": [naive, dict(naive, label="p4", wall_s=12.0, config={})], "previews": g})
     assert "speed-up vs p1 (namespace by namespace)" in text and "2.00x" in text and "400 namespaces" in text
     assert "median rollout, StatefulSet" in text
+
+
+def _proxy(second: float, event: str, pod: str, **extra) -> dict:
+    whole, fraction = divmod(second, 1)
+    return {"time": f"2026-12-03T10:00:{int(whole):02d}.{int(round(fraction * 1e9)):09d}Z", "event": event,
+            "pod": pod, **extra}
+
+
+def test_data_plane_counts_lost_streams_and_the_longest_gap():
+    from devcluster.proxy_events import data_plane, seconds
+    t0 = seconds("2026-12-03T10:00:00Z")
+    events = [
+        _proxy(1, "certificate", "ns/a", istiod="kubeflow/i", issuer="r"), _proxy(1.5, "connected", "ns/a"),
+        _proxy(10, "stopped", "ns/a"),  # its pod went away: not a lost stream, no gap
+        _proxy(11, "certificate", "ns/b"), _proxy(13.25, "connected", "ns/b"),  # a restarted pod: 2.25 s
+        _proxy(20, "disconnected", "ns/c", error="EOF"), _proxy(24, "connected", "ns/c"),  # lost for 4 s
+        _proxy(30, "start-failed", "ns/d", error="no endpoint"),  # never connected: counts to the end
+    ]
+    assert data_plane(events, t0 + 5, t0 + 40) == {"proxies_lost_control_plane": 1,
+                                                   "longest_without_istiod_s": 10.0,
+                                                   "longest_without_istiod_pod": "ns/d (never connected)"}
+    assert data_plane(events, t0 + 5, t0 + 25) == {"proxies_lost_control_plane": 1,
+                                                   "longest_without_istiod_s": 4.0,
+                                                   "longest_without_istiod_pod": "ns/c"}
+    assert seconds("2026-12-03T10:00:01.500000000Z") - t0 == 1.5
