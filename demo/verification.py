@@ -13,6 +13,7 @@ from devcluster import toolchain
 from devcluster.proxy_events import issuers, lost_control_plane
 from live.discovery import pod_view
 from live.verify import proxy_status
+from migration.proxies import runs_a_proxy
 from migration.versions import build_of, istiod_image
 from migration.workloads import offenders, proxy_address, service_of
 
@@ -41,8 +42,7 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
     old = sorted(name for ns, name in istiods if ns == old_ns)
     legacy, new_image = outputs["legacyIstiod"], istiod_image(new) if new else "missing"
     live = proxy_status(str(toolchain.binary("istioctl")), new_ns, outputs["revision"], env["KUBECONFIG"], None)
-    with_proxy = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in view["pods"]
-                  if proxy_address(p) and p["status"]["phase"] == "Running" and not p["metadata"]["deletionTimestamp"]}
+    with_proxy = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in view["pods"] if runs_a_proxy(p)}
     lost, roots = lost_control_plane(proxy_events), set().union(*issuers(proxy_events).values())
     same_specs = [n for n, spec in before["crd_specs"].items() if after["crd_specs"].get(n) == spec]
     changed_crs = sorted(k for k in before["crs"] if before["crs"][k] != after["crs"].get(k))

@@ -52,7 +52,7 @@ def data_plane(events: list[dict[str, Any]], since: float, until: float) -> dict
         if e["event"] == "disconnected":
             lost += t >= since
             waiting[pod] = t
-        elif e["event"] in ("certificate", "start-failed", "dial-failed") and pod not in waiting:
+        elif e["event"] in ("certificate", "start-failed", "dial-failed"):
             waiting.setdefault(pod, t)
         if e["event"] in ("connected", "stopped") and pod in waiting:
             start = waiting.pop(pod)

@@ -88,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     while True:
         view = pod_view(api)
         bad = offenders(**view, leaving=args.leaving, destination=args.istiod)
-        live_note = "live proxy view not asked (no --istioctl-version or --istioctl): pod specs only"
-        if (args.istioctl_version or args.istioctl) and not bad:
+        if not (args.istioctl_version or args.istioctl):
+            live_note = "live proxy view not asked (no --istioctl-version or --istioctl): pod specs only"
+        elif bad:
+            live_note = "live proxy view not asked: the pod specs already name pods to move"
+        else:
             try:
                 bad, live_note = live_check(args, api, view["pods"])
             except LiveViewUnavailable as err:

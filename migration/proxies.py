@@ -44,6 +44,12 @@ def parse_proxy_status(text: str) -> list[ConnectedProxy]:
     return found
 
 
+def runs_a_proxy(pod: Mapping[str, Any]) -> bool:
+    """A pod whose istio-proxy should hold a stream now: it has one, runs, and is not being deleted."""
+    return (bool(proxy_address(pod)) and pod["status"].get("phase") == "Running"
+            and not pod["metadata"].get("deletionTimestamp"))
+
+
 def namespace_of(address: str) -> str:
     """The namespace of an istiod address (istiod.kubeflow.svc:15012 -> kubeflow)."""
     return service_of(address).split(".")[1]
@@ -56,12 +62,9 @@ def live_offenders(leaving: Iterable[ConnectedProxy], destination: Iterable[Conn
     (it cannot reach or trust the new plane)."""
     bad = [f"{p.namespace}/{p.pod}: proxy {p.version} still connected to istiod {p.istiod}" for p in leaving]
     served = {(p.namespace, p.pod) for p in destination}
-    for pod in pods:
-        meta = pod["metadata"]
-        address = proxy_address(pod)
-        if (pod["status"].get("phase") == "Running" and not meta.get("deletionTimestamp") and address
-                and service_of(address) == service_of(destination_address)
-                and (meta["namespace"], meta["name"]) not in served):
+    for pod in filter(runs_a_proxy, pods):
+        meta, address = pod["metadata"], proxy_address(pod)
+        if service_of(address) == service_of(destination_address) and (meta["namespace"], meta["name"]) not in served:
             bad.append(f"{meta['namespace']}/{meta['name']}: its proxy names {address} but no istiod of "
                        f"{namespace_of(destination_address)} serves it")
     return sorted(bad)

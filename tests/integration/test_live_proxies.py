@@ -18,7 +18,7 @@ import pytest
 from demo import fixture
 from devcluster import proxy_events
 from live.verify import proxy_status
-from migration.workloads import proxy_address
+from migration.proxies import runs_a_proxy
 from tests.faults.harness import up_killed_at
 from tests.plugged_ca import different_root_leaf, plugged_ca_secret
 from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, poll, purged, revision_of, roll_back_and_check,
@@ -33,8 +33,7 @@ def proxies_with_sidecars(env) -> dict[tuple[str, str], str]:
     pods = json.loads(run(["kubectl", "get", "pods", "-A", "-o", "json"], env).stdout)["items"]
     return {(p["metadata"]["namespace"], p["metadata"]["name"]):
             next(c["image"] for c in p["spec"]["containers"] if c["name"] == "istio-proxy")
-            for p in pods if proxy_address(p) and p["status"].get("phase") == "Running"
-            and not p["metadata"].get("deletionTimestamp")}
+            for p in pods if runs_a_proxy(p)}
 
 
 def listed(env, address: str) -> dict[tuple[str, str], tuple[str, str]]:
