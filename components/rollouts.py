@@ -24,14 +24,16 @@ class RolloutsArgs:
     """The workloads of each command (migration.plan.rollout_batches)."""
     per_workload: bool
     """Commands are named after their one workload (rolloutStrategy=workloads), else after the namespace."""
+    sequential: bool
+    """Each command waits for the one before (rolloutStrategy=one-namespace-at-a-time); else all start at once."""
     parallelism: int
-    """At most this many commands run at once (lanes of dependent commands)."""
+    """At most this many workloads move at once, over every command (a slot each: live.slots)."""
     timeout_seconds: int
-    """Limit for each `kubectl rollout status`, and for each evicted pod's replacement to become Ready."""
+    """Limit for each workload's rollout, and for each evicted pod's replacement to become Ready."""
     istiod_address: str
     """The destination istiod; part of every trigger, so a re-run restarts only when the target changes."""
     leaving: str
-    """The istiod address of the plane being left: evictions pick the pods still on it."""
+    """The istiod address of the plane being left: only workloads with pods still on it are moved."""
     target: KubeTarget
 
 
@@ -42,33 +44,32 @@ def live_command(module: str, target: KubeTarget, *args: str) -> str:
 
 
 def rollout_script(args: RolloutsArgs, batch: Sequence[Workload]) -> str:
-    """Restart the batch's uncontrolled workloads together and wait for each; then evict the others' pods."""
-    namespace = batch[0].namespace
-    kubectl = f"{args.target.kubectl()} -n {shlex.quote(namespace)}"
-    restart = [shlex.quote(f"{w.kind.lower()}/{w.name}") for w in batch if not w.evict_because]
-    evict = [w.ref for w in batch if w.evict_because]
-    parts = [f"{kubectl} rollout restart {' '.join(restart)}"] if restart else []
-    parts += [f"{kubectl} rollout status {ref} --timeout={args.timeout_seconds}s" for ref in restart]
-    if evict:
-        parts.append(live_command("evict", args.target, "--leaving", args.leaving, "--istiod", args.istiod_address,
-                                  "--timeout", str(args.timeout_seconds), "--namespace", namespace, *evict))
-    return " && ".join(parts)
+    """Move the batch (one namespace's workloads) within the wave's bound: restart the uncontrolled ones, evict the
+    others' pods (live.rollout). The wave is named after the cluster and the move, so only this migration's
+    commands share its slots."""
+    wave = f"{args.target.server}|{args.leaving}->{args.istiod_address}"
+    evicted = [f"--evict={w.ref}" for w in batch if w.evict_because]
+    return live_command("rollout", args.target, "--namespace", batch[0].namespace, "--wave", wave,
+                        "--limit", str(args.parallelism), "--leaving", args.leaving, "--istiod", args.istiod_address,
+                        "--timeout", str(args.timeout_seconds), *evicted,
+                        *(w.ref for w in batch if not w.evict_because))
 
 
 class Rollouts(pulumi.ComponentResource):
-    """One Command per batch; command i waits for command i-parallelism."""
+    """One Command per batch. All start as soon as the switch is done (one wave, bounded in workloads by the
+    slots), or one after the other when sequential. The engine runs at most `--parallel` steps at once (default
+    4 x CPUs), so that also caps how many commands can hold slots: runbook step 4."""
 
     def __init__(self, name: str, args: RolloutsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Rollouts", name, None, opts)
         self.commands = []
-        for index, batch in enumerate(args.batches):
-            lane_previous = self.commands[index - args.parallelism] if index >= args.parallelism else None
+        for batch in args.batches:
+            previous = self.commands[-1:] if args.sequential else []
             first = batch[0]
             self.commands.append(step(
                 f"{name}-{first.namespace}" + (f"-{first.kind.lower()}-{first.name}" if args.per_workload else ""),
                 rollout_script(args, batch), [args.istiod_address, first.namespace, *(w.ref for w in batch)],
-                args.target, child_options(self, opts, depends_on=[lane_previous] if lane_previous else []),
-                directory=str(REPO)))
+                args.target, child_options(self, opts, depends_on=previous), directory=str(REPO)))
         self.register_outputs({"commands": len(self.commands),
                                "workloads": sum(len(batch) for batch in args.batches)})
 

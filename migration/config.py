@@ -15,7 +15,7 @@ PROJECT = "kf-istio-migrate"
 TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
-ROLLOUT_STRATEGIES = ("namespaces", "workloads")
+ROLLOUT_STRATEGIES = ("namespaces", "workloads", "one-namespace-at-a-time")
 UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -61,13 +61,13 @@ class MigrationConfig:
     root_namespace_policy: str
     """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
     rollout_strategy: str
-    """`namespaces`: one restart command per namespace, all its workloads restarted together; `workloads`: one
-    command per workload (Deployment, StatefulSet, DaemonSet)."""
+    """`namespaces`: one rollout command per namespace, `workloads`: one per workload (Deployment, StatefulSet,
+    DaemonSet), all started together once the webhooks are switched; `one-namespace-at-a-time`: one per namespace,
+    each after the one before (the manual runbook's loop)."""
     rollout_parallelism: int
-    """How many restart commands run at once (1 with `namespaces` is the manual runbook's namespace-by-namespace
-    loop)."""
+    """At most this many workloads restart (or have pods evicted) at once, over every namespace."""
     rollout_timeout_seconds: int
-    """Per-workload limit for `kubectl rollout status` (and for each eviction's replacement to become Ready)."""
+    """Per-workload limit for its rollout (and for each eviction's replacement to become Ready)."""
     unmanaged_pods: str
     """What to do with running pods on the old plane that no workload can restart (bare pods, Job pods, Argo
     steps): `wait` for them to finish, `evict` them (losing their in-flight work), or `fail` before any change."""
@@ -173,7 +173,7 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "gatewayNamespace": (_namespace, None),
     "rootNamespacePolicy": (_one_of(ROOT_NAMESPACE_POLICIES), "keep"),
     "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "namespaces"),
-    "rolloutParallelism": (_positive_int, 4),
+    "rolloutParallelism": (_positive_int, 10),
     "rolloutTimeoutSeconds": (_positive_int, 600),
     "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
     "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),

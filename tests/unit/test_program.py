@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import shlex
 
 import pytest
 
@@ -174,29 +175,46 @@ def test_migration_steps_are_ordered():
     assert all(r.retain_on_delete for r in switch), "destroying the stack never leaves zero injectors"
 
 
-def test_bounded_parallelism():
-    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1,
-                                          "rolloutStrategy": "workloads"}, charm_install())
+def rollout_commands(registered) -> tuple[list, dict[str, list[str]]]:
+    """The rollout Commands, and for each the other rollout commands it depends on."""
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
     by_urn = {r.urn: r.name for r in registered}
-    chained = [sum(1 for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
-    assert sorted(chained) == [0, 1, 1, 1], "with parallelism 1 the restarts form one chain"
+    return rollouts, {r.name: sorted(by_urn[d] for d in r.dependencies if by_urn.get(d, "").startswith("rollout-"))
+                      for r in rollouts}
+
+
+def test_one_wave_bounded_in_workloads():
+    """The default: one command per namespace, every one started by the switch alone (no lanes); together they
+    move at most rolloutParallelism workloads at once, through slots of one wave that every command names."""
+    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 3}, charm_install())
+    rollouts, previous = rollout_commands(registered)
+    assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in PROFILES]
+    assert all(p == [] for p in previous.values()), "no rollout command waits for another"
+    waves = set()
+    for r in rollouts:
+        argv = shlex.split(r.inputs["create"])
+        assert argv[1:3] == ["-m", "live.rollout"]
+        assert argv[argv.index("--limit") + 1] == "3"
+        assert argv[argv.index("--namespace") + 1] == r.name.removeprefix("rollout-")
+        assert argv[-2:] == ["Deployment/notebook-0", "Deployment/notebook-1"], "one restart per workload, by name"
+        waves.add(argv[argv.index("--wave") + 1])
+    assert len(waves) == 1, "every command shares one wave's slots"
+
+
+def test_one_command_per_workload_strategy():
+    registered = run_program("migrated", {"topology": "migrated", "rolloutStrategy": "workloads"}, charm_install())
+    rollouts, previous = rollout_commands(registered)
+    assert sorted(r.name for r in rollouts) == sorted(f"rollout-{ns}-deployment-notebook-{i}"
+                                                      for ns in PROFILES for i in (0, 1))
+    assert all(p == [] for p in previous.values())
 
 
 def test_namespace_by_namespace_strategy():
-    """rolloutStrategy=namespaces (the default) with parallelism 1: one command per namespace restarting all its
-    Deployments, namespaces in sequence (the manual runbook's loop)."""
-    registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 1}, charm_install())
-    rollouts = [r for r in registered if r.name.startswith("rollout-")]
-    assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in PROFILES]
-    by_urn = {r.urn: r.name for r in registered}
-    previous = [sorted(by_urn[d] for d in r.dependencies if by_urn.get(d, "").startswith("rollout-")) for r in rollouts]
-    assert previous == [[]] + [[rollouts[i - 1].name] for i in range(1, len(rollouts))]
-    for r in rollouts:
-        namespace = r.name.removeprefix("rollout-")
-        assert f"-n {namespace} rollout restart deployment/notebook-0 deployment/notebook-1 &&" in r.inputs["create"]
-        for deployment in ("notebook-0", "notebook-1"):
-            assert f"rollout status deployment/{deployment} " in r.inputs["create"], (r.name, deployment)
+    """rolloutStrategy=one-namespace-at-a-time: namespaces in sequence (the manual runbook's loop)."""
+    registered = run_program("migrated", {"topology": "migrated", "rolloutStrategy": "one-namespace-at-a-time"},
+                             charm_install())
+    rollouts, previous = rollout_commands(registered)
+    assert [previous[r.name] for r in rollouts] == [[]] + [[rollouts[i - 1].name] for i in range(1, len(rollouts))]
 
 
 def test_legacy_rolls_back_a_migration_stopped_before_the_switch():

@@ -4,6 +4,7 @@ API returns them (slimmed), with the injector webhooks istioctl renders for the 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
 import pytest
 
@@ -155,16 +156,15 @@ def test_preview_shows_the_work():
     assert outputs["unmanagedPods"] == ["kubeflow-user-000/step-1 (no controller): wait"]
 
 
-def test_a_namespace_batch_restarts_together_then_evicts():
+def test_a_namespace_batch_restarts_some_and_evicts_others_in_one_process():
     from components.rollouts import RolloutsArgs, rollout_script
     target = KubeTarget("/k", "ctx", "https://x")
     batch = (Workload("ns", "Deployment", "web"), Workload("ns", "StatefulSet", "db"),
              Workload("ns", "StatefulSet", "nb", "controlled by Notebook/nb, which owns its template"))
-    args = RolloutsArgs(batches=(batch,), per_workload=False, parallelism=1, timeout_seconds=60,
+    args = RolloutsArgs(batches=(batch,), per_workload=False, sequential=False, parallelism=3, timeout_seconds=60,
                         istiod_address=NEW_ISTIOD, leaving=LEGACY_ISTIOD, target=target)
-    restart, web, db, evict = rollout_script(args, batch).split(" && ")
-    assert restart == "kubectl --context=ctx -n ns rollout restart deployment/web statefulset/db"
-    assert (web, db) == ("kubectl --context=ctx -n ns rollout status deployment/web --timeout=60s",
-                         "kubectl --context=ctx -n ns rollout status statefulset/db --timeout=60s")
-    assert evict.endswith(f"-m live.evict --kubeconfig /k --context ctx --leaving {LEGACY_ISTIOD} --istiod "
-                          f"{NEW_ISTIOD} --timeout 60 --namespace ns StatefulSet/nb")
+    argv = shlex.split(rollout_script(args, batch))
+    assert argv[1:] == ["-m", "live.rollout", "--kubeconfig", "/k", "--context", "ctx", "--namespace", "ns",
+                        "--wave", f"https://x|{LEGACY_ISTIOD}->{NEW_ISTIOD}", "--limit", "3",
+                        "--leaving", LEGACY_ISTIOD, "--istiod", NEW_ISTIOD, "--timeout", "60",
+                        "--evict=StatefulSet/nb", "Deployment/web", "StatefulSet/db"]
