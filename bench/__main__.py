@@ -1,9 +1,11 @@
 """python -m bench [options]   (make bench)
 
-On fresh embedded clusters: a Kubeflow-sized legacy mesh (Deployments and StatefulSets) migrated with rolloutParallelism 1, 4 and 16 (the default
-rolloutStrategy=namespaces; parallelism 1 is the manual runbook's namespace-by-namespace loop, the baseline) and
-with one command per workload (P1; the table reports the median rollout per kind), each while churn creates pods in the profile namespaces (P2); then the
-`pulumi preview` time of `migrated` as the mesh grows (P3). Prints a table; writes results.json and timeline.png.
+On fresh embedded clusters: a Kubeflow-sized legacy mesh (Deployments and StatefulSets) migrated, once per pod
+profile (`fast`: kwok pods Ready in 1-2 s; `realistic`: 8-16 s, see docs/benchmarks.md), with the manual runbook's
+namespace-by-namespace loop (rolloutStrategy=one-namespace-at-a-time, the baseline) and with the default single
+wave at each rolloutParallelism (workloads moving at once), each while churn creates pods in the profile namespaces
+(P1, P2); then the `pulumi preview` time of `migrated` as the mesh grows (P3). Prints a table; writes results.json
+and timeline.png.
 """
 
 from __future__ import annotations
@@ -27,29 +29,36 @@ def main() -> int:
     parser.add_argument("--profiles", type=int, default=25, help="profile namespaces (default 25)")
     parser.add_argument("--deployments", type=int, default=8, help="Deployments per profile (default 8)")
     parser.add_argument("--statefulsets", type=int, default=2, help="StatefulSets (2 replicas) per profile (default 2)")
-    parser.add_argument("--parallelism", default="1,4,16", help="rolloutParallelism values (default 1,4,16)")
-    parser.add_argument("--per-workload", default="4",
-                        help="rolloutParallelism values for rolloutStrategy=workloads ('' skips; default 4)")
-    parser.add_argument("--pod-stage-ms", type=int, default=250,
-                        help="simulated pod start: each kwok pod stage takes this to twice this (default 250)")
+    parser.add_argument("--parallelism", default="10", help="rolloutParallelism values of the wave (default 10)")
+    parser.add_argument("--per-workload", default="",
+                        help="rolloutParallelism values for rolloutStrategy=workloads ('' skips, the default)")
+    parser.add_argument("--no-loop", action="store_true", help="skip the namespace-by-namespace baseline")
+    parser.add_argument("--pods", default="fast=250,realistic=2000",
+                        help="pod profiles NAME=MS: each of a pod's 4 kwok stages takes MS to 2 x MS "
+                             "(default fast=250,realistic=2000)")
     parser.add_argument("--churn-rate", type=float, default=6.0, help="pods created per second (default 6)")
     parser.add_argument("--preview-sizes", default="25,100,400", help="namespace counts for P3 ('' skips)")
     parser.add_argument("--preview-repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / ".state" / "bench")
     args = parser.parse_args()
 
-    size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=args.pod_stage_ms,
-                                statefulsets=args.statefulsets, kubeflow_shape=False)
-    plans = [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)})
-             for p in args.parallelism.split(",") if p]
+    plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"})]
+    plans += [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)})
+              for p in args.parallelism.split(",") if p]
     plans += [(f"workload-p{p}", {"rolloutStrategy": "workloads", "rolloutParallelism": int(p)})
               for p in args.per_workload.split(",") if p]
     began = time.monotonic()
-    print(f"P1/P2: {len(plans)} migrations of {size.profiles} profiles x ({size.deployments} Deployments + "
-          f"{size.statefulsets} StatefulSets), churn "
-          f"{args.churn_rate}/s", flush=True)
-    results = [runs.migration_run(label, size, overrides, args.churn_rate,
-                                  log=lambda line: print(line, flush=True)) for label, overrides in plans]
+    results = []
+    for profile in args.pods.split(","):
+        pods, stage_ms = profile.split("=")
+        size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=int(stage_ms),
+                                    statefulsets=args.statefulsets, kubeflow_shape=False)
+        print(f"P1/P2 ({pods} pods, kwok stages {stage_ms}-{2 * int(stage_ms)} ms): {len(plans)} migrations of "
+              f"{size.profiles} profiles x ({size.deployments} Deployments + {size.statefulsets} StatefulSets), "
+              f"churn {args.churn_rate}/s", flush=True)
+        results += [runs.migration_run(f"{pods}-{label}", size, overrides, args.churn_rate,
+                                       log=lambda line: print(line, flush=True)) | {"pods": pods}
+                    for label, overrides in plans]
     previews = {}
     if args.preview_sizes:
         print("P3: pulumi preview --stack migrated as the mesh grows", flush=True)

@@ -23,6 +23,20 @@ def istiod_available_at(events: Iterable[dict[str, Any]], istiod: tuple[str, str
                  and e["available_condition"] == "True"), None)
 
 
+def created_at(events: Iterable[dict[str, Any]], deployment: tuple[str, str] = NEW_ISTIOD) -> float | None:
+    """When the Deployment was first seen (the run's recorder starts before `pulumi up`)."""
+    return next((e["t"] for e in events if (e["namespace"], e["name"]) == deployment), None)
+
+
+def most_at_once(spans: Iterable[tuple[float, float]]) -> int:
+    """The most spans (restart seen -> rolled out) open at one instant: workloads rolling together."""
+    level = peak = 0
+    for _, step in sorted([(start, 1) for start, _ in spans] + [(done, -1) for _, done in spans]):
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
 def deleted_at(events: Iterable[dict[str, Any]], deployment: tuple[str, str] = OLD_ISTIOD) -> float | None:
     return next((e["t"] for e in events if (e["namespace"], e["name"]) == deployment and e["type"] == "DELETED"),
                 None)
@@ -75,7 +89,8 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
     for key, (start, done) in spans.items():
         by_kind.setdefault(key.split(" ", 1)[0], []).append(done - start)
     return {
-        "label": label, "wall_s": round(wall, 1), "istiod_available_s": rel(available),
+        "label": label, "wall_s": round(wall, 1), "istiod_created_s": rel(created_at(events)),
+        "istiod_available_s": rel(available), "most_rolling_at_once": most_at_once(spans.values()),
         "median_rollout_by_kind_s": {kind: round(sorted(d)[len(d) // 2], 1) for kind, d in sorted(by_kind.items())},
         "rollouts_by_kind": {kind: len(d) for kind, d in sorted(by_kind.items())},
         "slowest_rollout_s": round(max(durations), 1) if durations else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.analysis import growth, rollout_spans, summarize_run
-from bench.report import NAIVE, table
+from bench.report import LOOP, table
 
 
 def event(t, ns, name, *, restarted=None, generation=1, observed=1, updated=1, available=1, replicas=1,
@@ -60,14 +60,20 @@ def test_summary_lower_bound_and_ratio():
     assert summary["churn"]["created"] == 2 and summary["churn"]["rejected"] == 1
     assert summary["churn"]["examples"] == ["p0/churn-1"]
     assert (summary["injectors_min"], summary["injectors_max"]) == (1, 1)
+    assert summary["most_rolling_at_once"] == 3, "a, b and db overlap at 13-14 s"
+    assert summary["istiod_created_s"] == 3.0
 
 
 def test_growth_and_table():
     g = growth({25: 10.0, 100: 16.0, 400: 40.0})
     assert g["growth_ratio"] == 4.0 and g["namespace_ratio"] == 16.0 and g["ms_per_namespace_marginal"] == 80.0
-    naive = dict(summarize_run("p1", 0.0, 24.0, EVENTS, [], [], ["p0"]), config=NAIVE)
-    text = table({"migrations": [naive, dict(naive, label="p4", wall_s=12.0, config={})], "previews": g})
-    assert "speed-up vs p1 (namespace by namespace)" in text and "2.00x" in text and "400 namespaces" in text
+    loop = dict(summarize_run("fast-loop", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={"rolloutStrategy": LOOP},
+                pods="fast")
+    text = table({"migrations": [loop, dict(loop, label="fast-p10", wall_s=12.0, config={}),
+                                 dict(loop, label="slow-p10", pods="slow", config={})], "previews": g})
+    assert "speed-up vs the namespace loop" in text and "2.00x" in text and "400 namespaces" in text
+    speed_up = next(line for line in text.splitlines() if line.startswith("speed-up"))
+    assert speed_up.split()[-3:] == ["1.00x", "2.00x", "-"], "no loop run with slow pods: no ratio for them"
     assert "median rollout, StatefulSet" in text
 
 
