@@ -56,7 +56,7 @@ def main() -> int:
         print(f"P1/P2 ({pods} pods, kwok stages {stage_ms}-{2 * int(stage_ms)} ms): {len(plans)} migrations of "
               f"{size.profiles} profiles x ({size.deployments} Deployments + {size.statefulsets} StatefulSets), "
               f"churn {args.churn_rate}/s", flush=True)
-        results += [runs.migration_run(f"{pods}-{label}", size, overrides, args.churn_rate,
+        results += [runs.migration_run(f"{pods}-{label}", size, overrides, args.churn_rate, args.out,
                                        log=lambda line: print(line, flush=True)) | {"pods": pods}
                     for label, overrides in plans]
     previews = {}

@@ -119,3 +119,44 @@ def growth(previews: dict[int, float]) -> dict[str, Any]:
             "growth_ratio": round(previews[largest] / previews[smallest], 2),
             "namespace_ratio": round(largest / smallest, 2),
             "ms_per_namespace_marginal": round(1000 * (previews[largest] - previews[smallest]) / (largest - smallest), 1)}
+
+
+# The program's components (their type's last part) -> the phase of `pulumi up` their children make.
+PHASES = {"Crds": "CRD adoptions", "ControlPlane": "control plane objects", "ServingCheck": "serving check",
+          "WebhookSwitch": "webhook switch", "Rollouts": "rollouts", "UnmanagedPods": "unmanaged pods",
+          "IngressGateway": "gateway", "Verification": "sidecar verification", "Teardown": "teardown",
+          "Guard": "guard"}
+ISTIOD_STEP = "istiod Deployment (create -> Available)"
+START = "CLI + program start"
+
+
+def step_phase(urn: str) -> str | None:
+    """The phase of the resource urn names: its nearest kfistio component's, the istiod Deployment on its own; None
+    for the components themselves and the stack (they span the whole update) and for providers (each made at its
+    first use, in well under a second)."""
+    chain = urn.split("::")[2].split("$")
+    own, parents = chain[-1], [t for t in chain[:-1] if t.startswith("kfistio:")]
+    if own.startswith(("kfistio:", "pulumi:pulumi:", "pulumi:providers:")):
+        return None
+    component = parents[-1].rsplit(":", 1)[-1] if parents else None
+    if component == "ControlPlane" and own == "kubernetes:apps/v1:Deployment":
+        return ISTIOD_STEP
+    if component == "Teardown" and urn.endswith("::lift-guard"):
+        return "lift guard"
+    return PHASES.get(component, component or own)
+
+
+def step_phases(stamped: Iterable[tuple[float, dict[str, Any]]], started: float) -> list[tuple[str, float, float]]:
+    """(phase, first step began, last step ended), seconds from started, in the order the phases began, from the
+    engine's event log stamped as written (bench.steps); the first row is the time before the first step."""
+    spans: dict[str, list[float]] = {}
+    first = None
+    for t, event in stamped:
+        for key in ("resourcePreEvent", "resOutputsEvent", "resOpFailedEvent"):
+            if key in event and (phase := step_phase(event[key]["metadata"]["urn"])):
+                first = t if first is None else first
+                span = spans.setdefault(phase, [t, t])
+                span[0], span[1] = min(span[0], t), max(span[1], t)
+    rows = [(START, 0.0, round(first - started, 2))] if first is not None else []
+    return rows + sorted(((p, round(s - started, 2), round(e - started, 2)) for p, (s, e) in spans.items()),
+                         key=lambda row: row[1])

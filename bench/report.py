@@ -8,6 +8,18 @@ LOOP = "one-namespace-at-a-time"
 """The manual runbook's loop (the baseline): one namespace at a time, all its workloads restarted together."""
 
 
+def _phases(runs: list[dict[str, Any]]) -> list[str]:
+    """Each phase of `pulumi up` (from the engine's event log): first step began - last step ended, in seconds."""
+    if not any(r.get("phases") for r in runs):
+        return []
+    order = list(dict.fromkeys(p for r in runs for p, _, _ in r.get("phases", [])))
+    lines = ["", "Phases of `pulumi up` (s from its start: first step began-last step ended)"]
+    for phase in order:
+        cells = [next((f"{s:.1f}-{e:.1f}" for p, s, e in r.get("phases", []) if p == phase), "-") for r in runs]
+        lines.append(f"{phase[:37]:<38}" + "".join(f"{c:>12}" for c in cells))
+    return lines
+
+
 def table(report: dict[str, Any]) -> str:
     runs = report["migrations"]
     lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>12}" for r in runs)]
@@ -28,6 +40,9 @@ def table(report: dict[str, Any]) -> str:
         lines.append(f"{'speed-up vs the namespace loop':<38}" + "".join(
             f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>11.2f}x" if r.get("pods") in loops else f"{'-':>12}"
             for r in runs))
+    for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb")]:
+        lines.append(f"{title:<38}" + "".join(f"{str(r.get(key)):>12}" for r in runs))
+    lines += _phases(runs)
     lines += ["", "P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
     for title, key in [("pods created", "created"), ("rate (pods/s)", "rate_per_s"), ("rejected", "rejected"),
                        ("admitted without sidecar", "no sidecar"), ("sidecar -> nonexistent istiod", "no such istiod")]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
-from bench.analysis import summarize_run
+from bench.analysis import step_phases, summarize_run
 from bench.churn import ChurnGenerator
 from bench.recorder import WorkloadRecorder
+from bench.steps import EventLogTail
 from demo import fixture
 from demo.observe import InjectorSampler
 from devcluster import procstat, proxy_events
@@ -18,9 +21,10 @@ from devcluster.workspace import Workspace
 
 
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
-                  log=print) -> dict[str, Any]:
+                  out: Path, log=print) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
-    the injector sampler and the churn generator running. The cluster is removed afterwards."""
+    the injector sampler, the churn generator and the engine's event log followed. The cluster is removed
+    afterwards; the event log is kept as out/events-LABEL.jsonl."""
     workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
     cluster, env = workspace.cluster, workspace.env
     try:
@@ -33,18 +37,27 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         recorders = [WorkloadRecorder(str(cluster.kubeconfig), kind) for kind in ("Deployment", "StatefulSet")]
         sampler = InjectorSampler(str(cluster.kubeconfig), namespaces)
         churn = ChurnGenerator(str(cluster.kubeconfig), namespaces, churn_rate)
-        for thread in (*recorders, sampler, churn):
+        event_log, debug_logs = cluster.dir / "engine-events.jsonl", Path(env["PULUMI_HOME"]) / "logs"
+        steps = EventLogTail(event_log)
+        for thread in (*recorders, sampler, churn, steps):
             thread.start()
+        logged_before = _bytes(debug_logs)
         started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
         try:
-            workspace.up("migrated")
+            # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
+            workspace.up("migrated", "--event-log", str(event_log), env=env | {"PULUMI_DEBUG_COMMANDS": "true"})
         finally:
             ended, wall_ended, cpu_after = time.monotonic(), time.time(), procstat.cpu(cluster)
-            records, samples = churn.stop(), sampler.stop()
+            records, samples, stamped = churn.stop(), sampler.stop(), steps.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
         result = summarize_run(label, started, ended, events, samples, records, namespaces)
         result["config"] = overrides
+        result["phases"] = step_phases(stamped, started)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(event_log, out / f"events-{label}.jsonl")
+        result["state_mb"] = round(workspace.state_file("migrated").stat().st_size / 1e6, 2)
+        result["debug_log_mb"] = round((_bytes(debug_logs) - logged_before) / 1e6, 1)
         logged = proxy_events.read(cluster.proxy_events)
         result["data_plane"] = {
             **proxy_events.data_plane(logged, wall_started, wall_ended),
@@ -86,6 +99,11 @@ def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> 
         return seconds
     finally:
         cluster.down(purge=True)
+
+
+def _bytes(directory: Path) -> int:
+    """What the files under directory hold (the CLI's debug logs: one file per command)."""
+    return sum(f.stat().st_size for f in directory.glob("**/*") if f.is_file()) if directory.exists() else 0
 
 
 def git_commit() -> str:

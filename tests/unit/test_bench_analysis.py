@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.analysis import growth, rollout_spans, summarize_run
+from bench.analysis import ISTIOD_STEP, START, growth, rollout_spans, step_phase, step_phases, summarize_run
 from bench.report import LOOP, table
 
 
@@ -75,6 +75,37 @@ def test_growth_and_table():
     speed_up = next(line for line in text.splitlines() if line.startswith("speed-up"))
     assert speed_up.split()[-3:] == ["1.00x", "2.00x", "-"], "no loop run with slow pods: no ratio for them"
     assert "median rollout, StatefulSet" in text
+
+
+URN = "urn:pulumi:migrated::kf-istio-migrate::"
+
+
+def _step(kind: str, urn: str) -> dict:
+    return {kind: {"metadata": {"urn": URN + urn, "op": "create"}}}
+
+
+def test_phases_come_from_the_nearest_component_and_span_their_steps():
+    crd = "kfistio:istio:Crds$kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition::istio-crds-"
+    istiod = "kfistio:istio:ControlPlane$kubernetes:apps/v1:Deployment::control-plane-istiod"
+    config_map = "kfistio:istio:ControlPlane$kubernetes:core/v1:ConfigMap::control-plane-istio"
+    rollout = "kfistio:migration:Rollouts$command:local:Command::rollout-p0"
+    assert step_phase(URN + crd + "a") == "CRD adoptions" and step_phase(URN + istiod) == ISTIOD_STEP
+    assert step_phase(URN + "kfistio:istio:Crds::istio-crds") is None, "a component spans the whole update"
+    assert step_phase(URN + "pulumi:pulumi:Stack::kf-istio-migrate-migrated") is None
+    assert step_phase(URN + "pulumi:providers:kubernetes::cluster") is None
+    stamped = [(12.0, _step("resourcePreEvent", crd + "a")), (12.5, _step("resourcePreEvent", crd + "b")),
+               (14.0, _step("resOutputsEvent", crd + "a")), (15.0, _step("resOutputsEvent", crd + "b")),
+               (15.5, _step("resourcePreEvent", config_map)), (15.6, _step("resourcePreEvent", istiod)),
+               (16.0, _step("resOutputsEvent", config_map)), (19.0, _step("resOutputsEvent", istiod)),
+               (20.0, _step("resourcePreEvent", rollout)), (24.0, _step("resOpFailedEvent", rollout)),
+               (24.5, {"summaryEvent": {}})]
+    assert step_phases(stamped, 10.0) == [(START, 0.0, 2.0), ("CRD adoptions", 2.0, 5.0),
+                                          ("control plane objects", 5.5, 6.0), (ISTIOD_STEP, 5.6, 9.0),
+                                          ("rollouts", 10.0, 14.0)]
+    loop = dict(summarize_run("fast-loop", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={},
+                phases=step_phases(stamped, 10.0), state_mb=2.1, debug_log_mb=40.0)
+    text = table({"migrations": [loop, dict(loop, phases=[])]})
+    assert "CRD adoptions                              2.0-5.0           -" in text
 
 
 def _proxy(second: float, event: str, pod: str, **extra) -> dict:
