@@ -43,10 +43,10 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
     view = pod_view(api)
     existing = _existing(resources, look_up)
     namespaces = view["namespaces"]
-    crds = {c.metadata.name: {"uid": c.metadata.uid, "labels": dict(c.metadata.labels or {}),
-                              "annotations": dict(c.metadata.annotations or {})}
-            for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-            if c.metadata.name.endswith(".istio.io")}
+    listed = client.ApiextensionsV1Api(api).list_custom_resource_definition(_preload_content=False)
+    crds = {c["metadata"]["name"]: {"uid": c["metadata"]["uid"], "labels": c["metadata"].get("labels") or {},
+                                    "annotations": c["metadata"].get("annotations") or {}, "spec": c["spec"]}
+            for c in json.loads(listed.data)["items"] if c["metadata"]["name"].endswith(".istio.io")}
     ca_secrets: dict[str, dict[str, dict[str, str]]] = {}
     for ns in ca_namespaces:
         for name in CA_SECRET_NAMES if ns in namespaces else ():

@@ -89,12 +89,35 @@ def with_live_metadata(crd: Mapping[str, Any], live: Mapping[str, Any] | None) -
     return merged
 
 
+def as_live_if_unchanged(crd: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any] | None:
+    """crd declared exactly as it stands on the cluster (spec fields the API server defaulted, such as
+    `conversion`, taken from live) when rendering changes nothing on it; else None. Imported as it stands, it needs
+    no update step: the engine carries it without a server-side apply or a second checkpoint."""
+    merged = with_live_metadata(crd, live)
+    live_spec = live.get("spec") or {}
+    spec = {**{k: v for k, v in live_spec.items() if k not in crd["spec"]}, **crd["spec"]}
+    meta = merged["metadata"]
+    if spec != live_spec or any((meta.get(f) or {}) != (live.get(f) or {}) for f in ("labels", "annotations")):
+        return None
+    return {**merged, "spec": copy.deepcopy(spec)}
+
+
 def _crds(rendered: list[dict[str, Any]], live: LiveMesh) -> IstioCrdsArgs:
+    """Every CRD; those on the cluster are adopted: as they stand when rendering changes nothing (the move
+    itself), else with their new schema forced over the field managers that applied the old one (a version jump)."""
     crds = render.crds(rendered)
     adopt = frozenset(c["metadata"]["name"] for c in crds if c["metadata"]["name"] in live.crds)
-    declared = tuple(adoptable(with_live_metadata(c, live.crds.get(c["metadata"]["name"])))
-                     if c["metadata"]["name"] in adopt else c for c in crds)
-    return IstioCrdsArgs(crds=declared, adopt=adopt)
+
+    as_they_stand = {c["metadata"]["name"]: standing for c in crds if c["metadata"]["name"] in adopt
+                     and (standing := as_live_if_unchanged(c, live.crds[c["metadata"]["name"]]))}
+
+    def declared(crd: dict[str, Any]) -> dict[str, Any]:
+        name = crd["metadata"]["name"]
+        if name not in adopt:
+            return crd
+        return as_they_stand.get(name) or adoptable(with_live_metadata(crd, live.crds[name]))
+
+    return IstioCrdsArgs(crds=tuple(declared(c) for c in crds), adopt=adopt, as_they_stand=frozenset(as_they_stand))
 
 
 def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh, target: KubeTarget) -> GatewayArgs:

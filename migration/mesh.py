@@ -16,7 +16,7 @@ class LiveMesh:
     namespaces: dict[str, dict[str, str]]
     """Every namespace -> its labels."""
     crds: dict[str, dict[str, Any]]
-    """Istio CRD name -> {uid, labels, annotations}."""
+    """Istio CRD name -> {uid, labels, annotations, spec}."""
     istiod_deployments: list[dict[str, Any]]
     """Deployments labelled app=istiod, in any namespace."""
     mutating_webhooks: list[dict[str, Any]]

@@ -4,11 +4,13 @@ assertions every recovery must meet."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from kubernetes import client, config
@@ -32,6 +34,8 @@ class Api:
         config.load_kube_config(kubeconfig)
         self.core, self.apps = client.CoreV1Api(), client.AppsV1Api()
         self.ext, self.admission = client.ApiextensionsV1Api(), client.AdmissionregistrationV1Api()
+        self.checkpoint: Path | None = None
+        """The checkpoint of the stack being updated (set by up_killed_at)."""
 
     def exists(self, read: Callable, *args) -> Any:
         try:
@@ -46,8 +50,16 @@ def _istio_crds(api: Api) -> list:
     return [c for c in api.ext.list_custom_resource_definition().items if c.metadata.name.endswith(".istio.io")]
 
 
-def _adopted(crd) -> bool:
-    return "pulumi.com/patchForce" in (crd.metadata.annotations or {})
+def _crds_adopted(api: Api) -> tuple[int, int]:
+    """(Istio CRDs in the updated stack's last checkpoint, Istio CRDs on the cluster). Adopting a CRD the move does
+    not change is an import, which writes nothing to the cluster: the checkpoint is where it shows."""
+    try:
+        resources = json.loads(api.checkpoint.read_text())["checkpoint"]["latest"].get("resources") or []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not written yet, or caught mid-write
+        resources = []
+    held = sum(1 for r in resources if r["type"] == "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+               and r.get("id", "").endswith(".istio.io"))
+    return held, len(_istio_crds(api))
 
 
 def _restarted(api: Api) -> int:
@@ -66,8 +78,8 @@ def _service_namespace(hook_config) -> set[str]:
 
 # Kill points in the order a migration passes them: (name, what is true when pulumi up is killed).
 KILL_POINTS: dict[str, Callable[[Api], bool]] = {
-    "first-crd-adopted": lambda api: any(_adopted(c) for c in _istio_crds(api)),
-    "all-crds-adopted": lambda api: all(_adopted(c) for c in _istio_crds(api)),
+    "first-crd-adopted": lambda api: _crds_adopted(api)[0] >= 1,
+    "all-crds-adopted": lambda api: 0 < (counts := _crds_adopted(api))[1] == counts[0],
     "target-namespace-created": lambda api: api.exists(api.core.read_namespace, "istio-system") is not None,
     "ca-copied": lambda api: api.exists(api.core.read_namespaced_secret, "istio-ca-secret", "istio-system")
     is not None,
@@ -125,6 +137,7 @@ def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", time
     """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started) as soon as the kill
     point is observed. Returns the output so far; fails if the update ended before the point was reached."""
     api, probe = Api(workspace.env["KUBECONFIG"]), KILL_POINTS[point]
+    api.checkpoint = workspace.state_file(stack)
     log = workspace.cluster.dir / f"up-{stack}-{point}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
