@@ -19,6 +19,13 @@ class IstioCrdsArgs:
     """The CRDs as declared: rendered, with the live labels and annotations merged in (migration.decide)."""
     adopt: frozenset[str]
     """Names of the CRDs to import (those already on the cluster); the others are created."""
+    as_they_stand: frozenset[str] = frozenset()
+    """Names of the adopted CRDs declared exactly as they are on the cluster: importing them writes nothing there."""
+
+    @property
+    def change_the_cluster(self) -> bool:
+        """Some CRD is created or gets a new schema, which the control plane must wait for."""
+        return {c["metadata"]["name"] for c in self.crds} != self.as_they_stand
 
 
 class IstioCrds(pulumi.ComponentResource):
