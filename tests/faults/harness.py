@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +16,7 @@ from kubernetes import client, config
 from demo import fixture
 from demo.observe import InjectorSampler, snapshot
 from devcluster.workspace import Workspace
+from tests.faults.proctree import kill_tree
 from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150, kubeflow_shape=False)
@@ -134,8 +133,8 @@ def legacy_mesh(name: str) -> Mesh:
 
 
 def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", timeout: float = 600) -> str:
-    """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started) as soon as the kill
-    point is observed. Returns the output so far; fails if the update ended before the point was reached."""
+    """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started: tests.faults.proctree)
+    as soon as the kill point is observed. Returns the output so far; fails if the update ended before the point was reached."""
     api, probe = Api(workspace.env["KUBECONFIG"]), KILL_POINTS[point]
     api.checkpoint = workspace.state_file(stack)
     log = workspace.cluster.dir / f"up-{stack}-{point}.log"
@@ -146,14 +145,15 @@ def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", time
         deadline = started + timeout
         while proc.poll() is None and time.monotonic() < deadline:
             if probe(api):
-                os.killpg(proc.pid, signal.SIGKILL)
+                killed = kill_tree(proc.pid)
                 proc.wait()
                 output = log.read_text()
                 done = len(re.findall(r" (created|imported|updated|replaced) \(", output))
-                print(f"SIGKILL at {point}: {time.monotonic() - started:.1f}s into the update, {done} steps done")
+                print(f"SIGKILL at {point}: {time.monotonic() - started:.1f}s into the update, {done} steps done, "
+                      f"{len(killed)} processes killed")
                 return output
             time.sleep(0.1)
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_tree(proc.pid)
     raise AssertionError(f"`pulumi up --stack {stack}` ended (exit {proc.returncode}) before kill point {point!r} "
                          f"was observed:\n{log.read_text()[-4000:]}")
