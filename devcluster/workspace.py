@@ -51,8 +51,8 @@ class Workspace:
     def set_config(self, stack: str, key: str, value: str) -> None:
         """Set one config key (fully qualified, e.g. kubernetes:context) in stack's file."""
         path = self.dir / f"Pulumi.{stack}.yaml"
-        settings = yaml.safe_load(path.read_text())
-        settings["config"][key] = value
+        settings = yaml.safe_load(path.read_text()) or {}
+        settings.setdefault("config", {})[key] = value
         path.write_text(yaml.safe_dump(settings, sort_keys=False))
 
     def pulumi(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
