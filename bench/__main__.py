@@ -4,8 +4,9 @@ On fresh embedded clusters: a Kubeflow-sized legacy mesh (Deployments and Statef
 profile (`fast`: kwok pods Ready in 1-2 s; `realistic`: 8-16 s, see docs/benchmarks.md), with the manual runbook's
 namespace-by-namespace loop (rolloutStrategy=one-namespace-at-a-time, the baseline) and with the default single
 wave at each rolloutParallelism (workloads moving at once), each while churn creates pods in the profile namespaces
-(P1, P2); then the `pulumi preview` time of `migrated` as the mesh grows (P3). Prints a table; writes results.json
-and timeline.png.
+(P1, P2), and the first wave once more without the Pulumi CLI's debug log (what that log costs); then the
+`pulumi preview` time of `migrated` as the mesh grows, beside a plain preview of as many resources (P3). Prints a
+table; writes results.json and timeline.png.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def main() -> int:
     parser.add_argument("--per-workload", default="",
                         help="rolloutParallelism values for rolloutStrategy=workloads ('' skips, the default)")
     parser.add_argument("--no-loop", action="store_true", help="skip the namespace-by-namespace baseline")
+    parser.add_argument("--no-debug-log-cost", action="store_true",
+                        help="skip the run of the first wave without the CLI's debug log (first pod profile only)")
     parser.add_argument("--pods", default="fast=250,realistic=2000",
                         help="pod profiles NAME=MS: each of a pod's 4 kwok stages takes MS to 2 x MS "
                              "(default fast=250,realistic=2000)")
@@ -42,30 +45,32 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / ".state" / "bench")
     args = parser.parse_args()
 
-    plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"})]
-    plans += [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)})
-              for p in args.parallelism.split(",") if p]
-    plans += [(f"workload-p{p}", {"rolloutStrategy": "workloads", "rolloutParallelism": int(p)})
-              for p in args.per_workload.split(",") if p]
+    plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"}, True)]
+    waves = [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)}, True)
+             for p in args.parallelism.split(",") if p]
+    plans += waves + [(f"workload-p{p}", {"rolloutStrategy": "workloads", "rolloutParallelism": int(p)}, True)
+                      for p in args.per_workload.split(",") if p]
+    without_log = [] if args.no_debug_log_cost or not waves else [(waves[0][0] + "-nolog", waves[0][1], False)]
     began = time.monotonic()
     results = []
-    for profile in args.pods.split(","):
+    for first, profile in enumerate(args.pods.split(",")):
         pods, stage_ms = profile.split("=")
         size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=int(stage_ms),
                                     statefulsets=args.statefulsets, kubeflow_shape=False)
-        print(f"P1/P2 ({pods} pods, kwok stages {stage_ms}-{2 * int(stage_ms)} ms): {len(plans)} migrations of "
-              f"{size.profiles} profiles x ({size.deployments} Deployments + {size.statefulsets} StatefulSets), "
+        profile_plans = plans + (without_log if first == 0 else [])
+        print(f"P1/P2 ({pods} pods, kwok stages {stage_ms}-{2 * int(stage_ms)} ms): {len(profile_plans)} migrations "
+              f"of {size.profiles} profiles x ({size.deployments} Deployments + {size.statefulsets} StatefulSets), "
               f"churn {args.churn_rate}/s", flush=True)
-        results += [runs.migration_run(f"{pods}-{label}", size, overrides, args.churn_rate, args.out,
+        results += [runs.migration_run(f"{pods}-{label}", size, overrides, args.churn_rate, args.out, debug_log,
                                        log=lambda line: print(line, flush=True)) | {"pods": pods}
-                    for label, overrides in plans]
+                    for label, overrides, debug_log in profile_plans]
     previews = {}
     if args.preview_sizes:
         print("P3: pulumi preview --stack migrated as the mesh grows", flush=True)
-        previews = runs.preview_run([int(n) for n in args.preview_sizes.split(",")], args.deployments,
-                                    args.preview_repeats, log=lambda line: print(line, flush=True))
+        previews = growth(*runs.preview_run([int(n) for n in args.preview_sizes.split(",")], args.deployments,
+                                            args.preview_repeats, log=lambda line: print(line, flush=True)))
     report = {"commit": runs.git_commit(), "fixture": vars(args) | {"out": str(args.out)},
-              "migrations": results, "previews": growth(previews) if previews else None,
+              "migrations": results, "previews": previews or None,
               "total_s": round(time.monotonic() - began)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=2))

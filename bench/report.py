@@ -20,6 +20,19 @@ def _phases(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _debug_log_cost(runs: list[dict[str, Any]]) -> list[str]:
+    """What the CLI's debug log costs: each run made without it beside the same run with it (label minus -nolog)."""
+    by_label = {r["label"]: r for r in runs}
+    lines = []
+    for without in (r for r in runs if r.get("debug_log") is False):
+        with_log = by_label.get(without["label"].removesuffix("-nolog"))
+        if with_log and with_log.get("cli_cpu_s") is not None and without.get("cli_cpu_s") is not None:
+            lines.append(f"debug log cost ({with_log['label']} - {without['label']}): "
+                         f"wall {with_log['wall_s'] - without['wall_s']:+.1f} s, "
+                         f"CPU {with_log['cli_cpu_s'] - without['cli_cpu_s']:+.1f} s")
+    return lines
+
+
 def table(report: dict[str, Any]) -> str:
     runs = report["migrations"]
     lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>12}" for r in runs)]
@@ -40,8 +53,10 @@ def table(report: dict[str, Any]) -> str:
         lines.append(f"{'speed-up vs the namespace loop':<38}" + "".join(
             f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>11.2f}x" if r.get("pods") in loops else f"{'-':>12}"
             for r in runs))
-    for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb")]:
+    for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb"),
+                       ("CPU s of pulumi up and all it ran", "cli_cpu_s")]:
         lines.append(f"{title:<38}" + "".join(f"{str(r.get(key)):>12}" for r in runs))
+    lines += _debug_log_cost(runs)
     lines += _phases(runs)
     lines += ["", "P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
     for title, key in [("pods created", "created"), ("rate (pods/s)", "rate_per_s"), ("rejected", "rejected"),
@@ -62,7 +77,10 @@ def table(report: dict[str, Any]) -> str:
     if report.get("previews"):
         p = report["previews"]
         lines += ["", "P3 `pulumi preview --stack migrated`"]
-        lines += [f"{n + ' namespaces':<38}{s:>11}s" for n, s in p["seconds"].items()]
+        for n, s in p["seconds"].items():
+            plain = (f"   plain preview of {p['resources'][n]} resources {p['plain_seconds'][n]}s, "
+                     f"ratio {p['ratio_to_plain'][n]}x" if n in p.get("ratio_to_plain", {}) else "")
+            lines.append(f"{n + ' namespaces':<38}{s:>11}s{plain}")
         lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / {p['namespace_ratio']}x")
         lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
     return "\n".join(lines)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from bench.analysis import step_phases, summarize_run
 from bench.churn import ChurnGenerator
@@ -21,10 +26,11 @@ from devcluster.workspace import Workspace
 
 
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
-                  out: Path, log=print) -> dict[str, Any]:
+                  out: Path, debug_log: bool = True, log=print) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
-    the injector sampler, the churn generator and the engine's event log followed. The cluster is removed
-    afterwards; the event log is kept as out/events-LABEL.jsonl."""
+    the injector sampler, the churn generator and the engine's event log followed; without debug_log, the stock
+    CLI runs without its automatic debug log (_without_debug_log). The cluster is removed afterwards; the event
+    log is kept as out/events-LABEL.jsonl."""
     workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
     cluster, env = workspace.cluster, workspace.env
     try:
@@ -41,18 +47,21 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         steps = EventLogTail(event_log)
         for thread in (*recorders, sampler, churn, steps):
             thread.start()
-        logged_before = _bytes(debug_logs)
+        if not debug_log:
+            _without_debug_log(debug_logs)
+        logged_before, cli_cpu_before = _bytes(debug_logs), _children_cpu_s()
         started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
         try:
             # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
             workspace.up("migrated", "--event-log", str(event_log), env=env | {"PULUMI_DEBUG_COMMANDS": "true"})
         finally:
             ended, wall_ended, cpu_after = time.monotonic(), time.time(), procstat.cpu(cluster)
+            cli_cpu = _children_cpu_s() - cli_cpu_before
             records, samples, stamped = churn.stop(), sampler.stop(), steps.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
         result = summarize_run(label, started, ended, events, samples, records, namespaces)
-        result["config"] = overrides
+        result["config"], result["debug_log"], result["cli_cpu_s"] = overrides, debug_log, round(cli_cpu, 1)
         result["phases"] = step_phases(stamped, started)
         out.mkdir(parents=True, exist_ok=True)
         shutil.copy(event_log, out / f"events-{label}.jsonl")
@@ -71,12 +80,18 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         cluster.down(purge=True)
 
 
-def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> dict[int, float]:
-    """`pulumi preview --stack migrated` wall time (best of repeats) as the fixture grows through sizes namespaces.
-    Deployments have 0 replicas here: a preview reads Deployments, not pods, and it keeps 3200 of them cheap."""
+def preview_run(sizes: list[int], deployments: int, repeats: int,
+                log=print) -> tuple[dict[int, float], dict[int, tuple[int, float]]]:
+    """`pulumi preview --stack migrated` wall time (best of repeats) as the fixture grows through sizes namespaces,
+    and, at each size, a plain preview of as many resources (bench/plain: ConfigMaps) on the same cluster: returns
+    ({namespaces: seconds}, {namespaces: (resources, plain seconds)}). Deployments have 0 replicas here: a preview
+    reads Deployments, not pods, and it keeps 3200 of them cheap. Both previews print JSON (`--json`), so neither
+    pays for a progress display the other does not."""
     workspace = Workspace(Cluster.fresh("bench-preview")).create()
     cluster, env = workspace.cluster, workspace.env
+    plain = _plain_workspace(cluster)
     seconds: dict[int, float] = {}
+    plains: dict[int, tuple[int, float]] = {}
     try:
         workspace.init("migrated")
         built = 0
@@ -88,22 +103,62 @@ def preview_run(sizes: list[int], deployments: int, repeats: int, log=print) -> 
             else:
                 fixture.grow(env, size)
             built = n
-            times = []
-            for _ in range(repeats):
-                started = time.monotonic()
-                workspace.pulumi("preview", "--stack", "migrated")
-                times.append(time.monotonic() - started)
+            times, resources = _timed_previews(workspace, "migrated", repeats)
             seconds[n] = min(times)
-            log(f"  [preview] {n} namespaces x {deployments} Deployments: {seconds[n]:.1f}s "
-                f"(runs: {', '.join(f'{t:.1f}' for t in times)})")
-        return seconds
+            plain.set_config("plain", "plain-preview:count", str(resources - 2))  # + the stack and its provider
+            plain_times, plain_resources = _timed_previews(plain, "plain", repeats)
+            plains[n] = (plain_resources, min(plain_times))
+            log(f"  [preview] {n} namespaces x {deployments} Deployments: {seconds[n]:.1f}s for {resources} "
+                f"resources (runs: {', '.join(f'{t:.1f}' for t in times)}); plain preview of {plain_resources}: "
+                f"{plains[n][1]:.1f}s")
+        return seconds, plains
     finally:
         cluster.down(purge=True)
 
 
+def _plain_workspace(cluster: Cluster) -> Workspace:
+    """A project beside the cluster's that runs bench/plain, with one stack, `plain`."""
+    plain = Workspace(cluster, "plain")
+    plain.dir.mkdir(parents=True, exist_ok=True)
+    project = {"name": "plain-preview", "main": os.path.relpath(REPO / "bench" / "plain", plain.dir),
+               "runtime": {"name": "python", "options": {"virtualenv": str(REPO / ".venv")}}}
+    (plain.dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+    (plain.dir / "Pulumi.plain.yaml").write_text(yaml.safe_dump({"config": {}}))
+    plain.init("plain")
+    return plain
+
+
+def _timed_previews(workspace: Workspace, stack: str, repeats: int) -> tuple[list[float], int]:
+    """Seconds of each of repeats `pulumi preview --json`, and how many resources the preview planned."""
+    times, summary = [], {}
+    for _ in range(repeats):
+        started = time.monotonic()
+        proc = workspace.pulumi("preview", "--stack", stack, "--json")
+        times.append(time.monotonic() - started)
+        summary = json.loads(proc.stdout).get("changeSummary", {})
+    return times, sum(summary.values())
+
+
+def _without_debug_log(logs: Path) -> None:
+    """Put a file where the CLI's automatic debug log directory ($PULUMI_HOME/logs) goes: the stock CLI then cannot
+    create its log, says 'automatic logging unavailable' in its own (off) log and runs on without it, and without
+    formatting the provider calls' properties for it (pkg/cmd/pulumi/pulumi.go, pkg/logging/encrypted.go at
+    v3.259.0). How the bench measures what that log costs without shipping a patched CLI."""
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.parent.mkdir(parents=True, exist_ok=True)
+    logs.write_text("not a directory: the bench runs this update without the CLI's debug log\n")
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of the child processes this process has waited for (pulumi up: the CLI, and through it the
+    language host and program, the providers and every command they ran)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _bytes(directory: Path) -> int:
     """What the files under directory hold (the CLI's debug logs: one file per command)."""
-    return sum(f.stat().st_size for f in directory.glob("**/*") if f.is_file()) if directory.exists() else 0
+    return sum(f.stat().st_size for f in directory.glob("**/*") if f.is_file()) if directory.is_dir() else 0
 
 
 def git_commit() -> str:

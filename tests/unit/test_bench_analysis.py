@@ -65,13 +65,15 @@ def test_summary_lower_bound_and_ratio():
 
 
 def test_growth_and_table():
-    g = growth({25: 10.0, 100: 16.0, 400: 40.0})
+    g = growth({25: 10.0, 100: 16.0, 400: 40.0}, {25: (120, 4.0), 400: (2000, 10.0)})
     assert g["growth_ratio"] == 4.0 and g["namespace_ratio"] == 16.0 and g["ms_per_namespace_marginal"] == 80.0
+    assert g["ratio_to_plain"] == {"25": 2.5, "400": 4.0}, "no plain preview measured at 100: no ratio there"
     loop = dict(summarize_run("fast-loop", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={"rolloutStrategy": LOOP},
                 pods="fast")
     text = table({"migrations": [loop, dict(loop, label="fast-p10", wall_s=12.0, config={}),
                                  dict(loop, label="slow-p10", pods="slow", config={})], "previews": g})
     assert "speed-up vs the namespace loop" in text and "2.00x" in text and "400 namespaces" in text
+    assert "plain preview of 120 resources 4.0s, ratio 2.5x" in text
     speed_up = next(line for line in text.splitlines() if line.startswith("speed-up"))
     assert speed_up.split()[-3:] == ["1.00x", "2.00x", "-"], "no loop run with slow pods: no ratio for them"
     assert "median rollout, StatefulSet" in text
@@ -106,6 +108,15 @@ def test_phases_come_from_the_nearest_component_and_span_their_steps():
                 phases=step_phases(stamped, 10.0), state_mb=2.1, debug_log_mb=40.0)
     text = table({"migrations": [loop, dict(loop, phases=[])]})
     assert "CRD adoptions                              2.0-5.0           -" in text
+
+
+def test_debug_log_cost_pairs_a_run_without_the_log_with_the_same_run_with_it():
+    run = dict(summarize_run("fast-p10", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={}, debug_log=True,
+               cli_cpu_s=50.0)
+    text = table({"migrations": [run, dict(run, label="fast-p10-nolog", wall_s=20.0, debug_log=False,
+                                           cli_cpu_s=38.5)]})
+    assert "debug log cost (fast-p10 - fast-p10-nolog): wall +4.0 s, CPU +11.5 s" in text
+    assert "debug log cost" not in table({"migrations": [run]})
 
 
 def _proxy(second: float, event: str, pod: str, **extra) -> dict:
