@@ -22,10 +22,15 @@ class ConnectedProxy:
 
 
 def parse_proxy_status(text: str) -> list[ConnectedProxy]:
-    """Every proxy in istioctl proxy-status's JSON output (a stream of one DiscoveryResponse per istiod)."""
+    """Every proxy in istioctl proxy-status's JSON output (a stream of one DiscoveryResponse per istiod). istioctl
+    logs its warnings to stdout too ("2026-12-04T13:55:01.2Z\twarn\t..."): lines outside the documents are skipped."""
     decoder, position, found = json.JSONDecoder(), 0, []
     text = text.strip()
     while position < len(text):
+        if text[position] != "{":
+            line_end = text.find("\n", position)
+            position = len(text) if line_end < 0 else line_end + 1
+            continue
         response, position = decoder.raw_decode(text, position)
         while position < len(text) and text[position].isspace():
             position += 1

@@ -34,6 +34,14 @@ def test_two_istiods_in_one_stream_and_an_istiod_serving_nobody():
     assert len(proxies) == 5 and parse_proxy_status(empty) == [] and parse_proxy_status("") == []
 
 
+def test_istioctls_warnings_on_stdout_between_the_documents_are_skipped():
+    """istioctl's logger writes to stdout by default (istio pkg/log, defaultOutputPath "stdout"), so a warning
+    during the port-forwards lands between the JSON documents; its timestamp must not be read as a number."""
+    one = (RECORDED / "migrated.json").read_text()
+    warning = "2026-12-04T13:55:01.123456Z\twarn\tklog\tan error occurred forwarding 41234 -> 15014\n"
+    assert len(parse_proxy_status(warning + one + "\n" + warning)) == 5
+
+
 def _on(istiod: str, namespace: str, name: str) -> ConnectedProxy:
     return ConnectedProxy(istiod, namespace, name, "1.30-dev")
 
