@@ -12,12 +12,13 @@ from components.objects import assigned_fields, child_options, declare, object_i
 from migration.mesh import ObjectId
 from migration.mesh import object_id as id_of
 
-# Dependency order: identities and permissions, then config, then the workload and its Service, then the webhooks
-# that send API traffic to it (so no webhook ever points at an istiod that is not Available yet).
+# Dependency order: the namespace; identities, permissions and config together (a binding may name an account or a
+# role not created yet, and every phase costs the update one more round trip); then the workload, which needs all of
+# them (its pods their account, istiod its mesh config and the copied CA before it starts), and its Service; then the
+# webhooks that send API traffic to it (so no webhook ever points at an istiod that is not Available yet).
 PHASES: tuple[tuple[str, ...], ...] = (
     ("Namespace",),
-    ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
-    ("ConfigMap", "Secret"),
+    ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Secret"),
     ("Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"),
     ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"),
 )
@@ -51,7 +52,11 @@ class IstioControlPlane(pulumi.ComponentResource):
         super().__init__(f"{PACKAGE}:istio:ControlPlane", name, None, opts)
         previous: list[pulumi.Resource] = []
         self.resources: dict[str, pulumi.Resource] = {}
+        self.istiod_prerequisites: list[pulumi.Resource] = []
+        """What istiod's Deployment waits for: once these are done, the update waits on istiod's pods for a while."""
         for index in range(len(PHASES)):
+            if "Deployment" in PHASES[index]:
+                self.istiod_prerequisites = list(previous)
             phase = [obj for obj in args.objects if phase_of(obj) == index]
             declared = [self._declare(name, args, obj, previous, opts) for obj in phase]
             self.resources.update({f"{obj['kind']}/{obj['metadata']['name']}": res
