@@ -60,12 +60,17 @@ def declare(d: Decisions) -> None:
     # Rolling back: first lift the guard, which refuses what the way back creates (an istiod in the source namespace).
     lifted = [Teardown("lift-guard", d.lift_guard, on_cluster())] if d.lift_guard else []
     # Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
-    crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted))
     # Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust). It waits for the
-    # CRDs only when they change on the cluster (created, or a new schema): adopting them as they stand writes nothing
-    # there, and the engine's and the SDK's work on their large schemas would otherwise hold up the new istiod.
-    control_plane = IstioControlPlane("control-plane", d.control_plane,
-                                      on_cluster(crds) if d.crds.change_the_cluster else on_cluster(*lifted))
+    # CRDs only when they change on the cluster (created, or a new schema). Adopting them as they stand writes nothing
+    # there, so then they are adopted while the new istiod starts: the engine runs steps in the order they are
+    # registered on a bounded pool (--parallel, 4 per core), and 15 imports registered first held up every round of
+    # the control plane's objects.
+    if d.crds.change_the_cluster:
+        crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted))
+        control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(crds))
+    else:
+        control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(*lifted))
+        crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted, *control_plane.istiod_prerequisites))
     gateway_after, switch, teardown = [control_plane], None, None
     if d.steps:
         # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).

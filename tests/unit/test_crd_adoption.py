@@ -74,7 +74,11 @@ def _waits_for_crds(live_crds: dict) -> bool:
         if urn in by_urn and urn not in seen:
             seen.add(urn)
             todo += by_urn[urn].dependencies
-    return any(by_urn[u].kind == "CustomResourceDefinition" or by_urn[u].type == "kfistio:istio:Crds" for u in seen)
+    waits = any(by_urn[u].kind == "CustomResourceDefinition" or by_urn[u].type == "kfistio:istio:Crds" for u in seen)
+    crds = next(r for r in registered if r.type == "kfistio:istio:Crds")
+    after = {by_urn[u].kind for u in crds.dependencies if u in by_urn}
+    assert waits or {"ConfigMap", "Secret"} <= after, "unchanged CRDs are imported while the new istiod starts"
+    return waits
 
 
 def test_the_control_plane_waits_for_the_crds_only_when_they_change_on_the_cluster():
