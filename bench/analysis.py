@@ -113,14 +113,17 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
 
 def growth(previews: dict[int, float], plains: dict[int, tuple[int, float]] | None = None) -> dict[str, Any]:
     """P3: preview seconds per namespace count, how time grows relative to the namespace count, and, where plains
-    gives (resources, seconds) of a plain preview of as many resources, the ratio to it."""
+    gives (resources, seconds) of a plain preview of as many resources, the ratio to it; growth needs two sizes."""
     sizes = sorted(previews)
     smallest, largest = sizes[0], sizes[-1]
     plains = plains or {}
-    return {"seconds": {str(n): round(previews[n], 1) for n in sizes},
-            "resources": {str(n): plains[n][0] for n in sizes if n in plains},
-            "plain_seconds": {str(n): round(plains[n][1], 1) for n in sizes if n in plains},
-            "ratio_to_plain": {str(n): round(previews[n] / plains[n][1], 2) for n in sizes if n in plains},
+    measured = {"seconds": {str(n): round(previews[n], 1) for n in sizes},
+                "resources": {str(n): plains[n][0] for n in sizes if n in plains},
+                "plain_seconds": {str(n): round(plains[n][1], 1) for n in sizes if n in plains},
+                "ratio_to_plain": {str(n): round(previews[n] / plains[n][1], 2) for n in sizes if n in plains}}
+    if smallest == largest:
+        return measured
+    return {**measured,
             "growth_ratio": round(previews[largest] / previews[smallest], 2),
             "namespace_ratio": round(largest / smallest, 2),
             "ms_per_namespace_marginal": round(1000 * (previews[largest] - previews[smallest]) / (largest - smallest), 1)}

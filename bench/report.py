@@ -81,6 +81,8 @@ def table(report: dict[str, Any]) -> str:
             plain = (f"   plain preview of {p['resources'][n]} resources {p['plain_seconds'][n]}s, "
                      f"ratio {p['ratio_to_plain'][n]}x" if n in p.get("ratio_to_plain", {}) else "")
             lines.append(f"{n + ' namespaces':<38}{s:>11}s{plain}")
-        lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / {p['namespace_ratio']}x")
-        lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
+        if "growth_ratio" in p:
+            lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / "
+                         f"{p['namespace_ratio']}x")
+            lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
     return "\n".join(lines)

@@ -142,3 +142,10 @@ def test_data_plane_counts_lost_streams_and_the_longest_gap():
                                                    "longest_without_istiod_s": 4.0,
                                                    "longest_without_istiod_pod": "ns/c"}
     assert seconds("2026-12-03T10:00:01.500000000Z") - t0 == 1.5
+
+
+def test_one_preview_size_reports_no_growth():
+    p = growth({25: 5.0}, {25: (65, 2.0)})
+    assert p["ratio_to_plain"] == {"25": 2.5} and "growth_ratio" not in p
+    text = table({"migrations": [], "previews": p})
+    assert "ratio 2.5x" in text and "marginal" not in text
