@@ -4,8 +4,9 @@ is removed. Each is one kubectl-driven Command bound to the stack's cluster."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pulumi
 
@@ -84,11 +85,23 @@ class TeardownArgs:
     objects: tuple[ObjectId, ...]
     """The other control plane, in deletion order (never CRDs, CRs, the gateway or user namespaces)."""
     target: KubeTarget
+    admitted_after: Mapping[str, Any] | None = None
+    """An object the API server must admit (a server-side dry run: nothing is created) before the step ends."""
 
 
-def teardown_script(target: KubeTarget, objects: Sequence[ObjectId]) -> str:
+def admitted_script(target: KubeTarget, manifest: Mapping[str, Any], tries: int = 30) -> str:
+    """Retry a server-side dry-run create of manifest once a second until admitted; print the last refusal and fail
+    after tries."""
+    create = f"echo {shlex.quote(json.dumps(manifest))} | {target.kubectl()} create -f - --dry-run=server -o name"
+    return (f"for i in $(seq {tries}); do out=$({create} 2>&1) && break; "
+            f"[ $i = {tries} ] && {{ echo \"$out\" >&2; exit 1; }}; sleep 1; done")
+
+
+def teardown_script(target: KubeTarget, objects: Sequence[ObjectId],
+                    admitted_after: Mapping[str, Any] | None = None) -> str:
     """One `kubectl delete` per run of consecutive objects in one namespace (cluster-scoped ones join any run), in
-    deletion order. Each is retried briefly: right after the guard's binding is deleted, admission may still deny."""
+    deletion order, then the wait for admitted_after. Each delete is retried briefly: right after the guard's binding
+    is deleted, admission may still deny."""
     runs: list[tuple[str, list[str]]] = []
     for kind, ns, name in objects:
         if runs and (not ns or runs[-1][0] in (ns, "")):
@@ -99,12 +112,13 @@ def teardown_script(target: KubeTarget, objects: Sequence[ObjectId]) -> str:
                f"{' '.join(shlex.quote(ref) for ref in refs)} --ignore-not-found --wait=false"
                f"{f' -n {shlex.quote(ns)}' if ns else ''} && break; sleep 1; [ $i = 10 ] && exit 1; done"
                for ns, refs in runs]
-    return " && ".join(deletes) or "true"
+    waits = [admitted_script(target, admitted_after)] if admitted_after else []
+    return " && ".join(deletes + waits) or "true"
 
 
 class Teardown(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeardownArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Teardown", name, None, opts)
-        self.command = step(name, teardown_script(args.target, args.objects),
+        self.command = step(name, teardown_script(args.target, args.objects, args.admitted_after),
                             [f"{k}/{ns}/{n}" for k, ns, n in args.objects], args.target, child_options(self, opts))
         self.register_outputs({"removed": len(args.objects)})

@@ -71,3 +71,15 @@ def guard_objects(source: str, target: str) -> list[dict[str, Any]]:
          "metadata": {"name": POLICY},
          "spec": {"policyName": POLICY, "validationActions": ["Deny"]}},
     ]
+
+
+def lift_probe(source: str) -> dict[str, Any]:
+    """A Deployment the guard refuses (an istiod in the source namespace), never created: the rollback dry-runs it
+    on the server until it is admitted, the proof that the deleted binding no longer applies (the API server's
+    admission sees a deleted binding a moment after the delete returns, and the way back creates an istiod there)."""
+    labels = {"app": "istiod"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "kfistio-guard-lifted-probe", "namespace": source, "labels": labels},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "probe", "image": "probe"}]}}}}

@@ -4,11 +4,15 @@ code (demo.charm_hooks: Juju cannot run here)."""
 
 from __future__ import annotations
 
+import json
+import shlex
+
 import pytest
 
 from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
 from demo.observe import kubectl_json, snapshot
+from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.support import gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run
 
@@ -33,6 +37,10 @@ ATTEMPTS = {
     "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
                                               "--non-interactive"], "because it is protected"),
     "the old charm's reinstall or upgrade": (CHARM_INSTALL, "kf-istio-migrate refuses an istiod in kubeflow"),
+    # what the rollback dry-runs after lifting the guard, until admitted: refused while the guard stands
+    "the rollback's lift probe (a server-side dry run)":
+        (["bash", "-c", f"echo {shlex.quote(json.dumps(guard.lift_probe('kubeflow')))} | "
+                        "kubectl create -f - --dry-run=server"], "kf-istio-migrate refuses an istiod in kubeflow"),
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from components.checks import teardown_script
+from migration import guard
 from tests.unit.harness import TARGET
 
 
@@ -24,3 +26,14 @@ def test_one_delete_per_namespace_run_in_order():
         "ClusterRole/istiod-clusterrole-kubeflow"]
     assert first[-2:] == ["-n", "kubeflow"] and second[-2:] == ["-n", "other"]
     assert teardown_script(TARGET, []) == "true"
+
+
+def test_lifting_the_guard_waits_until_the_api_server_admits_what_it_refused():
+    """The rollback's lift: the binding's delete, then server-side dry runs of an istiod in the source namespace
+    until admitted (tests/faults/test_guard.py shows the guard refuses that very object)."""
+    probe = guard.lift_probe("kubeflow")
+    script = teardown_script(TARGET, guard.OBJECTS[:1], probe)
+    delete, wait = script.split(" && for ")
+    assert "delete ValidatingAdmissionPolicyBinding/kfistio-protect-istio" in delete
+    assert f"echo {shlex.quote(json.dumps(probe))} | " in wait and "create -f - --dry-run=server" in wait
+    assert probe["metadata"]["namespace"] == "kubeflow" and probe["metadata"]["labels"]["app"] == "istiod"
