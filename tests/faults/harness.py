@@ -157,3 +157,19 @@ def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", time
             kill_tree(proc.pid)
     raise AssertionError(f"`pulumi up --stack {stack}` ended (exit {proc.returncode}) before kill point {point!r} "
                          f"was observed:\n{log.read_text()[-4000:]}")
+
+
+def cancel_dead_update(workspace: Workspace, stack: str = "migrated") -> None:
+    """The runbook's first step after a crash ("If `pulumi up` was interrupted"): `pulumi cancel`. If the crash hit
+    while the CLI rewrote `<stack>.json.attrs` (the file backend's Go Cloud driver writes that metadata file in place;
+    the state file itself is replaced atomically), every command fails with `failed to load checkpoint: EOF` until
+    the empty file is removed, as the runbook says; anything else is a failure."""
+    cancel = ("cancel", "--stack", stack, "--yes")
+    result = workspace.pulumi(*cancel, check=False)
+    if result.returncode and "failed to load checkpoint: EOF" in result.stdout + result.stderr:
+        attrs = workspace.state_file(stack).with_suffix(".json.attrs")
+        assert attrs.is_file() and attrs.stat().st_size == 0, f"EOF loading {stack}, but {attrs} is not empty"
+        print(f"the crash left {attrs.name} empty; removed as the runbook says")
+        attrs.unlink()
+        result = workspace.pulumi(*cancel, check=False)
+    assert result.returncode == 0, f"pulumi cancel failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"

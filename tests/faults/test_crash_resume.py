@@ -6,7 +6,7 @@ from __future__ import annotations
 from demo.observe import snapshot
 from demo.verification import checks
 from devcluster import proxy_events
-from tests.faults.harness import legacy_mesh, up_killed_at
+from tests.faults.harness import cancel_dead_update, legacy_mesh, up_killed_at
 
 
 def test_crash_then_resume_converges(resume_point):
@@ -14,7 +14,7 @@ def test_crash_then_resume_converges(resume_point):
     try:
         mesh.workspace.init("migrated")
         up_killed_at(mesh.workspace, resume_point)
-        mesh.pulumi("cancel", "--stack", "migrated", "--yes")  # the dead update's lock
+        cancel_dead_update(mesh.workspace)  # the dead update's lock
         mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
         second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
         samples = mesh.sampler.stop()

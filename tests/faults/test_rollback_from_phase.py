@@ -4,7 +4,8 @@ legacy mesh again, one injector at every sample, nothing lost, nothing of the mi
 from __future__ import annotations
 
 from demo.observe import kubectl_json
-from tests.faults.harness import DEFAULT_INJECTOR, NEW, OLD, PROFILES, legacy_mesh, up_killed_at
+from tests.faults.harness import (DEFAULT_INJECTOR, NEW, OLD, PROFILES, cancel_dead_update, legacy_mesh,
+                                  up_killed_at)
 from tests.support import every_sidecar_on, new_pods_get, nothing_lost, one_injector_throughout, run
 
 
@@ -13,7 +14,7 @@ def test_rollback_from(rollback_point):
     try:
         mesh.workspace.init("migrated")
         up_killed_at(mesh.workspace, rollback_point)
-        mesh.pulumi("cancel", "--stack", "migrated", "--yes")
+        cancel_dead_update(mesh.workspace)
         mesh.workspace.up("legacy")
         one_injector_throughout(mesh.sampler.stop())
         nothing_lost(mesh.env, mesh.before)

@@ -19,7 +19,7 @@ from demo import fixture
 from devcluster import proxy_events
 from live.verify import proxy_status
 from migration.proxies import runs_a_proxy
-from tests.faults.harness import up_killed_at
+from tests.faults.harness import cancel_dead_update, up_killed_at
 from tests.plugged_ca import different_root_leaf, plugged_ca_secret
 from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, poll, purged, revision_of, roll_back_and_check,
                            run)
@@ -70,7 +70,7 @@ def moved():
         workspace.init("migrated")
         workspace.set_config("migrated", "kf-istio-migrate:rolloutTimeoutSeconds", "30")
         up_killed_at(workspace, "injector-switched")
-        workspace.pulumi("cancel", "--stack", "migrated", "--yes")
+        cancel_dead_update(workspace)
         port = remove_xds_port(env)
         seen["unreachable"] = workspace.up("migrated", check=False)
         seen["old_istiod_after_failure"] = run(["kubectl", "-n", "kubeflow", "get", "deploy", "istiod", "-o", "name"],
