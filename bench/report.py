@@ -6,6 +6,7 @@ from typing import Any
 
 LOOP = "one-namespace-at-a-time"
 """The manual runbook's loop (the baseline): one namespace at a time, all its workloads restarted together."""
+COLUMN = 15  # width of a run's column: labels such as fast-p10-nolog fit
 
 
 def _phases(runs: list[dict[str, Any]]) -> list[str]:
@@ -16,7 +17,7 @@ def _phases(runs: list[dict[str, Any]]) -> list[str]:
     lines = ["", "Phases of `pulumi up` (s from its start: first step began-last step ended)"]
     for phase in order:
         cells = [next((f"{s:.1f}-{e:.1f}" for p, s, e in r.get("phases", []) if p == phase), "-") for r in runs]
-        lines.append(f"{phase[:37]:<38}" + "".join(f"{c:>12}" for c in cells))
+        lines.append(f"{phase[:37]:<38}" + "".join(f"{c:>{COLUMN}}" for c in cells))
     return lines
 
 
@@ -35,33 +36,33 @@ def _debug_log_cost(runs: list[dict[str, Any]]) -> list[str]:
 
 def table(report: dict[str, Any]) -> str:
     runs = report["migrations"]
-    lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>12}" for r in runs)]
+    lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>{COLUMN}}" for r in runs)]
     rows = [("pulumi up wall", "wall_s"), ("new istiod created at", "istiod_created_s"),
             ("new istiod Available at", "istiod_available_s"),
             ("slowest single rollout", "slowest_rollout_s"), ("median rollout", "median_rollout_s"),
             ("lower bound (Available + slowest)", "lower_bound_s"), ("wall / lower bound", "ratio_to_lower_bound"),
             ("rollouts observed", "rollouts"), ("most workloads rolling at once", "most_rolling_at_once")]
     for title, key in rows:
-        lines.append(f"{title:<38}" + "".join(f"{str(r[key]):>12}" for r in runs))
+        lines.append(f"{title:<38}" + "".join(f"{str(r[key]):>{COLUMN}}" for r in runs))
     for kind in sorted({k for r in runs for k in r.get("median_rollout_by_kind_s", {})}):
         lines.append(f"{'median rollout, ' + kind:<38}"
-                     + "".join(f"{str(r['median_rollout_by_kind_s'].get(kind)):>12}" for r in runs))
+                     + "".join(f"{str(r['median_rollout_by_kind_s'].get(kind)):>{COLUMN}}" for r in runs))
         lines.append(f"{'rollouts observed, ' + kind:<38}"
-                     + "".join(f"{str(r['rollouts_by_kind'].get(kind)):>12}" for r in runs))
+                     + "".join(f"{str(r['rollouts_by_kind'].get(kind)):>{COLUMN}}" for r in runs))
     loops = {r.get("pods"): r for r in runs if r["config"].get("rolloutStrategy") == LOOP}
     if loops:
         lines.append(f"{'speed-up vs the namespace loop':<38}" + "".join(
-            f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>11.2f}x" if r.get("pods") in loops else f"{'-':>12}"
+            f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>{COLUMN - 1}.2f}x" if r.get("pods") in loops else f"{'-':>{COLUMN}}"
             for r in runs))
     for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb"),
                        ("CPU s of pulumi up and all it ran", "cli_cpu_s")]:
-        lines.append(f"{title:<38}" + "".join(f"{str(r.get(key)):>12}" for r in runs))
+        lines.append(f"{title:<38}" + "".join(f"{str(r.get(key)):>{COLUMN}}" for r in runs))
     lines += _debug_log_cost(runs)
     lines += _phases(runs)
     lines += ["", "P2 zero window (churn during the whole `pulumi up`; target 0/0/0)"]
     for title, key in [("pods created", "created"), ("rate (pods/s)", "rate_per_s"), ("rejected", "rejected"),
                        ("admitted without sidecar", "no sidecar"), ("sidecar -> nonexistent istiod", "no such istiod")]:
-        lines.append(f"{title:<38}" + "".join(f"{str(r['churn'][key]):>12}" for r in runs))
+        lines.append(f"{title:<38}" + "".join(f"{str(r['churn'][key]):>{COLUMN}}" for r in runs))
     lines.append(f"{'injectors per namespace (min-max)':<38}"
                  + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_samples']})".rjust(12)
                            for r in runs))
@@ -73,7 +74,7 @@ def table(report: dict[str, Any]) -> str:
                            ("istiod cores, all proxies connected", "istiod_cores_all_connected"),
                            ("simulator cores, all connected", "proxysim_cores_all_connected"),
                            ("simulator cores during the update", "proxysim_cores_during_up")]:
-            lines.append(f"{title:<38}" + "".join(f"{str(r['data_plane'][key]):>12}" for r in runs))
+            lines.append(f"{title:<38}" + "".join(f"{str(r['data_plane'][key]):>{COLUMN}}" for r in runs))
     if report.get("previews"):
         p = report["previews"]
         lines += ["", "P3 `pulumi preview --stack migrated`"]

@@ -107,7 +107,7 @@ def test_phases_come_from_the_nearest_component_and_span_their_steps():
     loop = dict(summarize_run("fast-loop", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={},
                 phases=step_phases(stamped, 10.0), state_mb=2.1, debug_log_mb=40.0)
     text = table({"migrations": [loop, dict(loop, phases=[])]})
-    assert "CRD adoptions                              2.0-5.0           -" in text
+    assert "CRD adoptions                                 2.0-5.0              -" in text
 
 
 def test_debug_log_cost_pairs_a_run_without_the_log_with_the_same_run_with_it():
