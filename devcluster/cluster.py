@@ -33,10 +33,11 @@ KUBERNETES_SERVICE_IP = "198.18.0.1"
 NODES = 3
 STATE_ROOT = toolchain.REPO / ".state" / "clusters"
 COMPONENTS = ("etcd", "kube-apiserver", "forward", "kube-controller-manager", "kube-scheduler", "kwok",
-              "istiod-runner", "proxysim")
+              "pod-reaper", "istiod-runner", "proxysim")
 KWOK_PORT = 10247  # kwok's kubelet server (logs, exec, port-forward), on the apiserver's address
 # Components that are this package's Python modules; the others are toolchain binaries of the same name.
-PYTHON_COMPONENTS = {"forward": "devcluster.forward", "istiod-runner": "devcluster.istiod_runner"}
+PYTHON_COMPONENTS = {"forward": "devcluster.forward", "istiod-runner": "devcluster.istiod_runner",
+                     "pod-reaper": "devcluster.pod_reaper"}
 
 
 class ClusterError(RuntimeError):
@@ -68,7 +69,7 @@ class Cluster:
         starters = {
             "etcd": self._start_etcd, "kube-apiserver": self._start_apiserver, "forward": self._start_forward,
             "kube-controller-manager": self._start_controller_manager, "kube-scheduler": self._start_scheduler,
-            "kwok": self._start_kwok, "istiod-runner": self._start_istiod_runner, "proxysim": self._start_proxysim,
+            "kwok": self._start_kwok, "pod-reaper": self._start_pod_reaper, "istiod-runner": self._start_istiod_runner, "proxysim": self._start_proxysim,
         }
         for name in COMPONENTS:
             if not self.running(name):
@@ -270,13 +271,25 @@ class Cluster:
     def _start_kwok(self) -> None:
         self.start_process("kwok", [
             str(toolchain.binary("kwok")), f"--kubeconfig={self.inner_kubeconfig}",
-            f"--config={toolchain.share_file('kwok-stages.yaml')}",
+            f"--config={self._kwok_stages()}",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--server-address={APISERVER_IP}:{KWOK_PORT}", f"--node-ip={APISERVER_IP}", f"--node-port={KWOK_PORT}",
             "--enable-crds=PortForward",
             # Renew node Leases (the heartbeat-with-lease stage only refreshes node status every few minutes).
             "--node-lease-duration-seconds=40",
         ], env={**os.environ, "HOME": str(self.dir)})
+
+    def _kwok_stages(self) -> pathlib.Path:
+        """kwok's own stage set (built with the toolchain) without `pod-delete`: devcluster.pod_reaper does that."""
+        stages = [s for s in yaml.safe_load_all(toolchain.share_file("kwok-stages.yaml").read_text())
+                  if s and s["metadata"]["name"] != "pod-delete"]
+        path = self.dir / "kwok-stages.yaml"
+        path.write_text(yaml.safe_dump_all(stages))
+        return path
+
+    def _start_pod_reaper(self) -> None:
+        self.start_process("pod-reaper", [sys.executable, "-m", PYTHON_COMPONENTS["pod-reaper"],
+                                          f"--kubeconfig={self.inner_kubeconfig}"], cwd=toolchain.REPO)
 
     def _start_istiod_runner(self) -> None:
         self.start_process("istiod-runner", [sys.executable, "-m", PYTHON_COMPONENTS["istiod-runner"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -46,6 +47,45 @@ def test_deployment_available_then_namespace_deleted(kubectl):
     kubectl("delete", "namespace", "smoke", "--wait=false")
     poll(lambda: kubectl("get", "namespace", "smoke", check=False).returncode != 0, 120,
              "namespace smoke to be deleted (namespace controller and garbage collection)")
+
+
+STATEFULSET = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: smoke-sts}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: smoke-sts}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: db, image: db}]
+"""
+
+
+def test_a_deleted_statefulset_pod_is_replaced_once(kubectl):
+    """A terminating pod is removed (devcluster.pod_reaper, in the kubelet's place) by UID: the StatefulSet's new
+    pod of the same name is left alone, not deleted by a late delete meant for its predecessor (kwok's own stage
+    deletes by name; under load that kept recreating pod 0 of every StatefulSet)."""
+    kubectl("apply", "-f", "-", input=STATEFULSET)
+    kubectl("-n", "smoke-sts", "rollout", "status", "statefulset/db", "--timeout=120s")
+    uid = lambda: kubectl("-n", "smoke-sts", "get", "pod", "db-0", "-o", "jsonpath={.metadata.uid}",  # noqa: E731
+                          check=False).stdout
+    for _ in range(3):
+        first = uid()
+        kubectl("-n", "smoke-sts", "delete", "pod", "db-0", "--wait=false")
+        poll(lambda: uid() not in ("", first), 60, "db-0 to be removed and created again")
+        kubectl("-n", "smoke-sts", "wait", "pod/db-0", "--for=condition=Ready", "--timeout=60s")
+        second = uid()
+        time.sleep(3)  # several times the pod's delete delay (1 s)
+        assert uid() == second, "the replacement was deleted too"
+    kubectl("delete", "namespace", "smoke-sts", "--wait=false")
 
 
 def test_restart_keeps_data(cluster, kubectl):
