@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--profiles", type=int, default=25, help="profile namespaces (default 25)")
     parser.add_argument("--deployments", type=int, default=8, help="Deployments per profile (default 8)")
     parser.add_argument("--statefulsets", type=int, default=2, help="StatefulSets (2 replicas) per profile (default 2)")
-    parser.add_argument("--parallelism", default="10", help="rolloutParallelism values of the wave (default 10)")
+    parser.add_argument("--parallelism", default="50", help="rolloutParallelism values of the wave (default 50)")
     parser.add_argument("--per-workload", default="",
                         help="rolloutParallelism values for rolloutStrategy=workloads ('' skips, the default)")
     parser.add_argument("--no-loop", action="store_true", help="skip the namespace-by-namespace baseline")
@@ -46,7 +46,7 @@ def main() -> int:
     args = parser.parse_args()
 
     plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"}, True)]
-    waves = [(f"p{p}", {"rolloutStrategy": "namespaces", "rolloutParallelism": int(p)}, True)
+    waves = [(f"p{p}", {"rolloutParallelism": int(p)}, True)
              for p in args.parallelism.split(",") if p]
     plans += waves + [(f"workload-p{p}", {"rolloutStrategy": "workloads", "rolloutParallelism": int(p)}, True)
                       for p in args.per_workload.split(",") if p]

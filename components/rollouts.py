@@ -5,6 +5,7 @@ covers (migration.workloads decides which is which)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import sys
 from typing import Sequence
@@ -22,10 +23,9 @@ from migration.workloads import Workload
 class RolloutsArgs:
     batches: tuple[tuple[Workload, ...], ...]
     """The workloads of each command (migration.plan.rollout_batches)."""
-    per_workload: bool
-    """Commands are named after their one workload (rolloutStrategy=workloads), else after the namespace."""
-    sequential: bool
-    """Each command waits for the one before (rolloutStrategy=one-namespace-at-a-time); else all start at once."""
+    strategy: str
+    """rolloutStrategy: how commands are named (`wave`: one for all; `workloads`: after their one workload; else
+    after the namespace) and whether each waits for the one before (`one-namespace-at-a-time`)."""
     parallelism: int
     """At most this many workloads move at once, over every command (a slot each: live.slots)."""
     timeout_seconds: int
@@ -43,35 +43,50 @@ def live_command(module: str, target: KubeTarget, *args: str) -> str:
                        "--context", target.context, *args])
 
 
-def rollout_script(args: RolloutsArgs, batch: Sequence[Workload]) -> str:
-    """Move the batch (one namespace's workloads) within the wave's bound: restart the uncontrolled ones, evict the
-    others' pods (live.rollout). The wave is named after the cluster and the move, so only this migration's
-    commands share its slots."""
+def rollout_script(args: RolloutsArgs) -> str:
+    """live.rollout within the wave's bound. The wave is named after the cluster and the move, so only this
+    migration's commands share its slots. Which workloads is the command's standard input (rollout_plan)."""
     wave = f"{args.target.server}|{args.leaving}->{args.istiod_address}"
-    evicted = [f"--evict={w.ref}" for w in batch if w.evict_because]
-    return live_command("rollout", args.target, "--namespace", batch[0].namespace, "--wave", wave,
-                        "--limit", str(args.parallelism), "--leaving", args.leaving, "--istiod", args.istiod_address,
-                        "--timeout", str(args.timeout_seconds), *evicted,
-                        *(w.ref for w in batch if not w.evict_because))
+    return live_command("rollout", args.target, "--wave", wave, "--limit", str(args.parallelism),
+                        "--leaving", args.leaving, "--istiod", args.istiod_address,
+                        "--timeout", str(args.timeout_seconds))
+
+
+def rollout_plan(batch: Sequence[Workload]) -> dict[str, dict[str, list[str]]]:
+    """live.rollout's PLAN: namespace -> the workloads restarted and those whose pods are evicted."""
+    plan: dict[str, dict[str, list[str]]] = {}
+    for w in batch:
+        moves = plan.setdefault(w.namespace, {"restart": [], "evict": []})
+        moves["evict" if w.evict_because else "restart"].append(w.ref)
+    return plan
+
+
+def command_name(name: str, strategy: str, batch: Sequence[Workload]) -> str:
+    first = batch[0]
+    if strategy == "wave":
+        return f"{name}-wave"
+    return f"{name}-{first.namespace}" + (f"-{first.kind.lower()}-{first.name}" if strategy == "workloads" else "")
 
 
 class Rollouts(pulumi.ComponentResource):
-    """One Command per batch. All start as soon as the switch is done (one wave, bounded in workloads by the
-    slots), or one after the other when sequential. The engine runs at most `--parallel` steps at once (default
-    4 x CPUs), so that also caps how many commands can hold slots: runbook step 4."""
+    """One Command per batch: by default one for every workload in the mesh (rolloutStrategy=wave), so the engine's
+    `--parallel` (steps at once, 4 x CPUs by default) never caps the wave; its standard input names each workload
+    (shown by `pulumi preview --diff`). All start as soon as the switch is done, bounded in workloads by the
+    slots, or one after the other (one-namespace-at-a-time)."""
 
     def __init__(self, name: str, args: RolloutsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Rollouts", name, None, opts)
         self.commands = []
+        script = rollout_script(args)
         for batch in args.batches:
-            previous = self.commands[-1:] if args.sequential else []
-            first = batch[0]
+            previous = self.commands[-1:] if args.strategy == "one-namespace-at-a-time" else []
             self.commands.append(step(
-                f"{name}-{first.namespace}" + (f"-{first.kind.lower()}-{first.name}" if args.per_workload else ""),
-                rollout_script(args, batch), [args.istiod_address, first.namespace, *(w.ref for w in batch)],
-                args.target, child_options(self, opts, depends_on=previous), directory=str(REPO)))
-        self.register_outputs({"commands": len(self.commands),
-                               "workloads": sum(len(batch) for batch in args.batches)})
+                command_name(name, args.strategy, batch), script,
+                [args.istiod_address, *(f"{w.namespace}/{w.ref}" for w in batch)], args.target,
+                child_options(self, opts, depends_on=previous), directory=str(REPO),
+                stdin=json.dumps(rollout_plan(batch), indent=1, sort_keys=True)))
+        moved = rollout_plan([w for batch in args.batches for w in batch])
+        self.register_outputs({"commands": len(self.commands), "workloads": moved})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -107,11 +107,13 @@ def controllers(api: client.ApiClient, namespace: str | None = None) -> dict[Obj
     return found
 
 
-def pod_view(api: client.ApiClient) -> dict[str, Any]:
-    """What migration.workloads.offenders reads: pods, their controllers, namespace labels, injector webhooks."""
-    return {"pods": pods(api), "controllers": controllers(api),
-            "namespaces": {n.metadata.name: dict(n.metadata.labels or {})
-                           for n in client.CoreV1Api(api).list_namespace().items},
+def pod_view(api: client.ApiClient, namespace: str | None = None) -> dict[str, Any]:
+    """What migration.workloads.offenders reads: pods, their controllers, namespace labels, injector webhooks (of
+    namespace, or of the cluster)."""
+    core = client.CoreV1Api(api)
+    listed = [core.read_namespace(namespace)] if namespace else core.list_namespace().items
+    return {"pods": pods(api, namespace), "controllers": controllers(api, namespace),
+            "namespaces": {n.metadata.name: dict(n.metadata.labels or {}) for n in listed},
             "webhooks": [api.sanitize_for_serialization(w) for w in
                          client.AdmissionregistrationV1Api(api).list_mutating_webhook_configuration().items]}
 

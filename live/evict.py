@@ -1,10 +1,9 @@
-"""python -m live.evict --kubeconfig F --context C --leaving ADDR --istiod ADDR --timeout S
-       (--namespace NS KIND/NAME... | --unmanaged wait|evict)
+"""python -m live.evict --kubeconfig F --context C --leaving ADDR --istiod ADDR --timeout S --unmanaged wait|evict
 
 Moves pods off the plane at --leaving without touching their owners' templates:
-- workloads (KIND/NAME in NS): evict their pods still on that plane one at a time through the Eviction API (so
-  PodDisruptionBudgets hold), highest StatefulSet ordinal first; after each, wait until the workload has as many
-  Ready pods as it wants again. Fails after --timeout seconds per pod.
+- workloads (move_workload, run by live.rollout's wave): evict their pods still on that plane one at a time
+  through the Eviction API (so PodDisruptionBudgets hold), highest StatefulSet ordinal first; after each, wait
+  until the workload has as many Ready pods as it wants again. Fails after --timeout seconds per pod.
 - `--unmanaged wait`: wait until no running pod on that plane lacks a workload (bare pods, Job pods, Argo
   steps finish on their own), failing after --timeout and naming them; `--unmanaged evict`: evict them.
 Which pods is read when it runs, so running it again after the move does nothing.
@@ -115,14 +114,20 @@ def move_workload(mesh: Mesh, workload: Workload) -> None:
         print(f"evicted {todo[0]['metadata']['namespace']}/{todo[0]['metadata']['name']} ({workload.ref})", flush=True)
 
 
+def to_move(api: client.ApiClient, args: argparse.Namespace,
+            namespace: str | None = None) -> list[tuple[dict[str, Any], Workload | str]]:
+    """(pod, its workload or what else owns it) for every running pod of namespace (or of the cluster) still on the
+    plane being left, or lacking the sidecar an injector would give it (migration.workloads.needs_move)."""
+    view = pod_view(api, namespace)
+    planes = {service_of(args.leaving), service_of(args.istiod)}
+    return [(p, owner(p, view["controllers"])) for p in view["pods"]
+            if needs_move(p, args.leaving, view["namespaces"].get(p["metadata"]["namespace"], {}),
+                          view["webhooks"], planes)]
+
+
 def unmanaged(api: client.ApiClient, args: argparse.Namespace) -> list[tuple[dict[str, Any], str]]:
     """(pod, what owns it) for every running pod on the plane being left that no workload covers."""
-    view = pod_view(api)
-    planes = {service_of(args.leaving), service_of(args.istiod)}
-    return [(p, top) for p in view["pods"]
-            if not isinstance(top := owner(p, view["controllers"]), Workload)
-            and needs_move(p, args.leaving, view["namespaces"].get(p["metadata"]["namespace"], {}),
-                           view["webhooks"], planes)]
+    return [(p, top) for p, top in to_move(api, args) if not isinstance(top, Workload)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaving", required=True)
     parser.add_argument("--istiod", required=True)
     parser.add_argument("--timeout", type=int, required=True)
-    parser.add_argument("--namespace")
-    parser.add_argument("--unmanaged", choices=("wait", "evict"))
-    parser.add_argument("workloads", nargs="*", help="KIND/NAME in --namespace")
+    parser.add_argument("--unmanaged", choices=("wait", "evict"), required=True)
     args = parser.parse_args(argv)
     api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
     try:
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             for pod, _ in unmanaged(api, args):
                 evict(client.CoreV1Api(api), pod, args.timeout)
                 print(f"evicted {pod['metadata']['namespace']}/{pod['metadata']['name']}", flush=True)
-        elif args.unmanaged == "wait":
+        else:
             names = lambda: sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']} ({why})"  # noqa: E731
                                    for p, why in unmanaged(api, args))
             try:
@@ -150,11 +153,6 @@ def main(argv: list[str] | None = None) -> int:
             except Failed as err:
                 raise Failed(f"{err}: {', '.join(names())} still use {args.leaving}; let them finish or delete "
                               f"them, or set kf-istio-migrate:unmanagedPods=evict, then run `pulumi up` again")
-        else:
-            mesh = Mesh(api, args, args.namespace)
-            for ref in args.workloads:
-                kind, name = ref.split("/", 1)
-                move_workload(mesh, Workload(args.namespace, kind, name))
     except Failed as err:
         print(err, file=sys.stderr)
         return 1

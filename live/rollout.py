@@ -1,13 +1,18 @@
 """python -m live.rollout --kubeconfig F --context C --leaving ADDR --istiod ADDR --timeout S --wave KEY --limit N
-       --namespace NS [KIND/NAME...] [--evict KIND/NAME...]
+       < PLAN
 
-Moves one namespace's workloads off the plane at --leaving, as one part of a single wave: every rollout command of
-the migration starts once the webhooks are switched, and together they move at most --limit workloads at once (a
-slot of live.slots, keyed by --wave, held while a workload moves). Each KIND/NAME is restarted as `kubectl rollout
-restart` does (a new restartedAt annotation on its pod template) and watched by this one process until rolled out
-by `kubectl rollout status`'s rules (migration.rollout_status), failing after --timeout seconds. Each --evict
-KIND/NAME has its pods evicted one at a time (live.evict), beside the restarts. A workload none of whose pods is
-still on the plane being left is skipped, so a command re-run after a crash moves only what is left.
+Moves the workloads PLAN names off the plane at --leaving. PLAN (standard input, JSON) maps each namespace to the
+workloads to restart and those whose pods are evicted: {"ns": {"restart": ["Kind/name", ...], "evict": [...]}}.
+Every rollout command of one migration is part of a single wave: together they move at most --limit workloads at
+once (a slot of live.slots, keyed by --wave, held while a workload moves), whether the wave is one command for
+every namespace (rolloutStrategy=wave) or one per namespace or workload.
+
+Each restarted workload gets a new restartedAt annotation on its pod template, as `kubectl rollout restart` does,
+and is watched by this one process (one list per kind and poll, for every namespace at once) until rolled out by
+`kubectl rollout status`'s rules (migration.rollout_status), failing after --timeout seconds. The evicted ones have
+their pods evicted one at a time (live.evict), by workers beside the restarts. A failing workload does not stop the
+others: the command moves everything it can, then exits non-zero naming each failure. A workload none of whose pods
+is still on the plane being left is skipped, so a command re-run after a crash moves only what is left.
 """
 
 from __future__ import annotations
@@ -15,38 +20,49 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import queue
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from kubernetes import client, config
 
-from live.discovery import controllers, pods
-from live.evict import Failed, Mesh, move_workload
+from live.evict import Failed, Mesh, move_workload, to_move
 from live.slots import Slots
 from migration.rollout_status import RolloutFailed, rolled_out
-from migration.workloads import Workload, owner
+from migration.workloads import Workload
 
 POLL_SECONDS = 0.25
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 _PLURAL = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
+_FAILURES = (Failed, RolloutFailed, client.ApiException)
 
 
-def _take(slots: Slots) -> int:
-    while (slot := slots.try_take()) is None:
-        time.sleep(POLL_SECONDS)
-    return slot
+def plan_workloads(plan: Mapping[str, Mapping[str, list[str]]]) -> list[Workload]:
+    """The workloads of a PLAN document, restarts first."""
+    def named(how: str, why: str | None) -> list[Workload]:
+        return [Workload(ns, *ref.split("/", 1), evict_because=why) for ns, moves in sorted(plan.items())
+                for ref in moves.get(how, [])]
+    return named("restart", None) + named("evict", "evicted")
 
 
-def current(api: client.ApiClient, namespace: str, kinds: set[str]) -> dict[str, dict[str, Any]]:
-    """'Kind/name' -> the object, for every workload of kinds in namespace (one raw list per kind)."""
+def _key(workload: Workload) -> str:
+    return f"{workload.namespace}/{workload.ref}"
+
+
+def current(api: client.ApiClient, namespaces: set[str], kinds: set[str]) -> dict[str, dict[str, Any]]:
+    """'namespace/Kind/name' -> the object, for every workload of kinds in namespaces: one raw list per kind, of the
+    namespace when there is one, else of the cluster."""
+    only = next(iter(namespaces)) if len(namespaces) == 1 else None
     found = {}
     for kind in kinds:
-        response = api.call_api(f"/apis/apps/v1/namespaces/{namespace}/{_PLURAL[kind]}", "GET",
-                                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
+        path = f"/apis/apps/v1/namespaces/{only}/{_PLURAL[kind]}" if only else f"/apis/apps/v1/{_PLURAL[kind]}"
+        response = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
+                                _return_http_data_only=True)
         for item in json.loads(response.data)["items"]:
-            found[f"{kind}/{item['metadata']['name']}"] = item | {"kind": kind}
+            if item["metadata"]["namespace"] in namespaces:
+                found[f"{item['metadata']['namespace']}/{kind}/{item['metadata']['name']}"] = item | {"kind": kind}
     return found
 
 
@@ -60,87 +76,116 @@ def restart(api: client.ApiClient, workload: Workload) -> None:
     patch(workload.name, workload.namespace, body)
 
 
-def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], timeout: int) -> None:
-    """Restart each workload once it holds a slot; watch them all (one list per kind and poll) until each has
-    rolled out, giving its slot back then."""
+def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], timeout: int,
+                errors: list[BaseException]) -> None:
+    """Restart each workload once it holds a slot; watch them all until each has rolled out (or failed: appended
+    to errors), giving its slot back then."""
     pending, moving = list(workloads), {}
-    kinds = {w.kind for w in workloads}
+    namespaces, kinds = {w.namespace for w in workloads}, {w.kind for w in workloads}
+
+    def done(workload: Workload, error: BaseException | None = None) -> None:
+        Slots.give_back(moving.pop(workload)[0])
+        if error is not None:
+            errors.append(error)
+
     while pending or moving:
         while pending and (slot := slots.try_take()) is not None:
             workload = pending.pop(0)
-            restart(api, workload)
             moving[workload] = (slot, time.monotonic())
+            try:
+                restart(api, workload)
+            except client.ApiException as err:
+                done(workload, Failed(f"{_key(workload)} could not be restarted: {err.status} {err.reason}"))
         if moving:
-            seen = current(api, workloads[0].namespace, kinds)
-            for workload, (slot, began) in list(moving.items()):
-                obj = seen.get(workload.ref)
-                if obj is None:
-                    raise Failed(f"{workload.namespace}/{workload.ref} was deleted while it rolled out")
-                if rolled_out(obj):
-                    Slots.give_back(slot)
-                    del moving[workload]
-                    print(f"rolled out {workload.namespace}/{workload.ref} in {time.monotonic() - began:.1f}s",
-                          flush=True)
-                elif time.monotonic() - began > timeout:
-                    raise Failed(f"{workload.namespace}/{workload.ref} did not roll out within {timeout}s "
-                                 f"(rolloutTimeoutSeconds); see `kubectl -n {workload.namespace} rollout status "
-                                 f"{workload.ref}` and its pods' events")
+            seen = current(api, namespaces, kinds)
+            for workload, (_, began) in list(moving.items()):
+                obj = seen.get(_key(workload))
+                try:
+                    if obj is None:
+                        raise Failed(f"{_key(workload)} was deleted while it rolled out")
+                    if rolled_out(obj):
+                        done(workload)
+                        print(f"rolled out {_key(workload)} in {time.monotonic() - began:.1f}s", flush=True)
+                    elif time.monotonic() - began > timeout:
+                        raise Failed(f"{_key(workload)} did not roll out within {timeout}s (rolloutTimeoutSeconds); "
+                                     f"see `kubectl -n {workload.namespace} rollout status {workload.ref}` and its "
+                                     f"pods' events")
+                except (Failed, RolloutFailed) as err:
+                    done(workload, err)
         time.sleep(POLL_SECONDS)
 
 
-def evict_all(mesh: Mesh, slots: Slots, workloads: list[Workload], errors: list[BaseException]) -> None:
-    """Evict each workload's pods (live.evict), one workload at a time, each holding a slot."""
-    try:
-        for workload in workloads:
+def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, workloads: list[Workload],
+              errors: list[BaseException]) -> None:
+    """Evict each workload's pods (live.evict), as many workloads at once as slots allow (workers take them from a
+    queue, holding a slot each)."""
+    todo: queue.Queue[Workload] = queue.Queue()
+    for workload in workloads:
+        todo.put(workload)
+    meshes = {ns: Mesh(api, args, ns) for ns in {w.namespace for w in workloads}}
+
+    def worker() -> None:
+        while True:
             slot = _take(slots)
             try:
-                move_workload(mesh, workload)
+                workload = todo.get_nowait()
+            except queue.Empty:
+                Slots.give_back(slot)
+                return
+            try:
+                move_workload(meshes[workload.namespace], workload)
+            except _FAILURES as err:
+                errors.append(Failed(f"{_key(workload)}: {err}"))
             finally:
                 Slots.give_back(slot)
-    except BaseException as err:  # reported by the main thread
-        errors.append(err)
+
+    workers = [threading.Thread(target=worker) for _ in range(min(args.limit, len(workloads)))]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
 
 
-def still_to_move(mesh: Mesh, workloads: list[Workload]) -> list[Workload]:
-    """The workloads that still have a pod on the plane being left (or lacking its sidecar): one read of the
-    namespace's pods and controllers."""
-    owned = controllers(mesh.api, mesh.namespace)
-    left = {top.ref for pod in pods(mesh.api, mesh.namespace)
-            if mesh.to_move(pod) and isinstance(top := owner(pod, owned), Workload)}
-    return [w for w in workloads if w.ref in left]
+def _take(slots: Slots) -> int:
+    while (slot := slots.try_take()) is None:
+        time.sleep(POLL_SECONDS)
+    return slot
+
+
+def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: list[Workload]) -> list[Workload]:
+    """The workloads that still have a pod on the plane being left (or lacking its sidecar): one read of the pods
+    and controllers, of the one namespace or of the cluster."""
+    namespaces = {w.namespace for w in workloads}
+    left = {_key(top) for _, top in to_move(api, args, next(iter(namespaces)) if len(namespaces) == 1 else None)
+            if isinstance(top, Workload)}
+    return [w for w in workloads if _key(w) in left]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("--kubeconfig", "--context", "--namespace", "--wave", "--leaving", "--istiod"):
+    for flag in ("--kubeconfig", "--context", "--wave", "--leaving", "--istiod"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--timeout", type=int, required=True)
     parser.add_argument("--limit", type=int, required=True)
-    parser.add_argument("--evict", action="append", default=[], help="KIND/NAME whose pods are evicted")
-    parser.add_argument("restart", nargs="*", help="KIND/NAME restarted")
     args = parser.parse_args(argv)
-
-    def workloads(refs: list[str], why: str | None) -> list[Workload]:
-        return [Workload(args.namespace, *ref.split("/", 1), evict_because=why) for ref in refs]
-
+    named = plan_workloads(json.load(sys.stdin))
     api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-    mesh = Mesh(api, args, args.namespace)
-    named = workloads(args.restart, None) + workloads(args.evict, "evicted")
-    left = still_to_move(mesh, named)
+    left = still_to_move(api, args, named) if named else []
     for workload in sorted(set(named) - set(left)):
-        print(f"{workload.namespace}/{workload.ref}: no pod left on {args.leaving}, not moved again", flush=True)
-    to_restart, to_evict = [w for w in left if not w.evict_because], [w for w in left if w.evict_because]
+        print(f"{_key(workload)}: no pod left on {args.leaving}, not moved again", flush=True)
     slots, errors = Slots(args.wave, args.limit), []
-    evicting = threading.Thread(target=evict_all, args=(mesh, slots, to_evict, errors))
+    evicting = threading.Thread(target=evict_all, args=(api, args, slots, [w for w in left if w.evict_because],
+                                                        errors))
     evicting.start()
     try:
-        if to_restart:
-            restart_all(api, slots, to_restart, args.timeout)
-    except (Failed, RolloutFailed, client.ApiException) as err:
+        restart_all(api, slots, [w for w in left if not w.evict_because], args.timeout, errors)
+    except client.ApiException as err:  # reading the workloads failed: report it once the evictions end
         errors.insert(0, err)
     evicting.join()
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
+    print(f"moved {len(left) - len(errors)} of {len(left)} workload(s) in "
+          f"{len({w.namespace for w in left})} namespace(s)", flush=True)
     return 1 if errors else 0
 
 

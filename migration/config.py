@@ -15,7 +15,7 @@ PROJECT = "kf-istio-migrate"
 TOPOLOGIES = ("legacy", "migrated")
 PROFILES = ("minimal",)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
-ROLLOUT_STRATEGIES = ("namespaces", "workloads", "one-namespace-at-a-time")
+ROLLOUT_STRATEGIES = ("wave", "namespaces", "workloads", "one-namespace-at-a-time")
 UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -61,9 +61,10 @@ class MigrationConfig:
     root_namespace_policy: str
     """`keep`: the new istiod keeps meshConfig.rootNamespace=sourceNamespace; `move`: mesh-wide config moves."""
     rollout_strategy: str
-    """`namespaces`: one rollout command per namespace, `workloads`: one per workload (Deployment, StatefulSet,
-    DaemonSet), all started together once the webhooks are switched; `one-namespace-at-a-time`: one per namespace,
-    each after the one before (the manual runbook's loop)."""
+    """`wave`: one rollout command moves every workload; `namespaces`: one command per namespace, `workloads`: one
+    per workload (Deployment, StatefulSet, DaemonSet), all started together once the webhooks are switched (the
+    engine's `--parallel` caps how many of those run at once); `one-namespace-at-a-time`: one per namespace, each
+    after the one before (the manual runbook's loop)."""
     rollout_parallelism: int
     """At most this many workloads restart (or have pods evicted) at once, over every namespace."""
     rollout_timeout_seconds: int
@@ -172,8 +173,8 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "meshConfig": (_set_overrides, {"accessLogFile": "/dev/stdout"}),
     "gatewayNamespace": (_namespace, None),
     "rootNamespacePolicy": (_one_of(ROOT_NAMESPACE_POLICIES), "keep"),
-    "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "namespaces"),
-    "rolloutParallelism": (_positive_int, 10),
+    "rolloutStrategy": (_one_of(ROLLOUT_STRATEGIES), "wave"),
+    "rolloutParallelism": (_positive_int, 50),
     "rolloutTimeoutSeconds": (_positive_int, 600),
     "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
     "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),

@@ -178,8 +178,7 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
         switch=WebhookSwitchArgs(injector=switched[0], validator=switched[1] if len(switched) > 1 else None),
         rollouts=RolloutsArgs(
             batches=plan.rollout_batches(found.workloads, cfg.rollout_strategy),
-            per_workload=cfg.rollout_strategy == "workloads",
-            sequential=cfg.rollout_strategy == "one-namespace-at-a-time", parallelism=cfg.rollout_parallelism,
+            strategy=cfg.rollout_strategy, parallelism=cfg.rollout_parallelism,
             timeout_seconds=cfg.rollout_timeout_seconds, istiod_address=topology.istiod_address, leaving=leaving,
             target=target),
         unmanaged=UnmanagedPodsArgs(policy=cfg.unmanaged_pods, timeout_seconds=cfg.unmanaged_pods_timeout_seconds,

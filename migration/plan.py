@@ -217,7 +217,10 @@ def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[d
 
 
 def rollout_batches(workloads: tuple[Workload, ...], strategy: str) -> tuple[tuple[Workload, ...], ...]:
-    """The workloads of each restart command: one namespace each (`namespaces`) or one workload each."""
+    """The workloads of each restart command: all of them (`wave`), one namespace each (`namespaces`,
+    `one-namespace-at-a-time`) or one workload each (`workloads`)."""
+    if strategy == "wave":
+        return (workloads,) if workloads else ()
     if strategy == "workloads":
         return tuple((w,) for w in workloads)
     batches: dict[str, list[Workload]] = {}

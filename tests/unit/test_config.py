@@ -17,7 +17,7 @@ INVALID = [
     ({"topology": "migrated", "revision": "default"}, "revision", "must not be `default`"),
     ({"topology": "migrated", "revision": "Kf_1"}, "revision", "DNS-1123 label"),
     ({"topology": "migrated", "rolloutParallelism": 0}, "rolloutParallelism", "positive whole number"),
-    ({"topology": "migrated", "rolloutStrategy": "all-at-once"}, "rolloutStrategy", "one of namespaces, workloads"),
+    ({"topology": "migrated", "rolloutStrategy": "all-at-once"}, "rolloutStrategy", "one of wave, namespaces, workloads"),
     ({"topology": "migrated", "unmanagedPods": "ignore"}, "unmanagedPods", "one of wait, evict, fail"),
     ({"topology": "migrated", "unmanagedPodsTimeoutSeconds": 0}, "unmanagedPodsTimeoutSeconds", "positive whole"),
     ({"topology": "migrated", "rolloutParallelism": "four"}, "rolloutParallelism", "positive whole number"),

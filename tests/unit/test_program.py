@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 
 import pytest
@@ -165,7 +166,7 @@ def test_migration_steps_are_ordered():
     assert "control-plane-secret-istio-system-istio-ca-secret" in names(
         named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
     rollouts = [r for r in registered if r.name.startswith("rollout-")]
-    assert len(rollouts) == 2, "one restart command per profile namespace (default strategy)"
+    assert [r.name for r in rollouts] == ["rollout-wave"], "one restart command for the mesh (default strategy)"
     assert all({s.name for s in switch} <= names(r) for r in rollouts), "every restart follows the switch"
     gateway_deployment = named["ingress-gateway-deployment-kubeflow-istio-ingressgateway-workload"]
     assert {s.name for s in switch} <= names(gateway_deployment)
@@ -184,20 +185,28 @@ def rollout_commands(registered) -> tuple[list, dict[str, list[str]]]:
 
 
 def test_one_wave_bounded_in_workloads():
-    """The default: one command per namespace, every one started by the switch alone (no lanes); together they
-    move at most rolloutParallelism workloads at once, through slots of one wave that every command names."""
+    """The default: one command for every workload (so the engine's --parallel cannot cap the wave), started by
+    the switch alone, moving at most rolloutParallelism workloads at once; its standard input names each one."""
     registered = run_program("migrated", {"topology": "migrated", "rolloutParallelism": 3}, charm_install())
+    rollouts, previous = rollout_commands(registered)
+    assert [r.name for r in rollouts] == ["rollout-wave"]
+    argv = shlex.split(rollouts[0].inputs["create"])
+    assert argv[1:3] == ["-m", "live.rollout"]
+    assert argv[argv.index("--limit") + 1] == "3"
+    assert json.loads(rollouts[0].inputs["stdin"]) == {
+        ns: {"restart": ["Deployment/notebook-0", "Deployment/notebook-1"], "evict": []} for ns in PROFILES}
+    assert rollouts[0].inputs["triggers"][1:] == [f"{ns}/Deployment/notebook-{i}" for ns in PROFILES for i in (0, 1)]
+
+
+def test_one_command_per_namespace_strategy_shares_one_wave():
+    """rolloutStrategy=namespaces: a command per namespace, all started by the switch, sharing one wave's slots."""
+    registered = run_program("migrated", {"topology": "migrated", "rolloutStrategy": "namespaces"}, charm_install())
     rollouts, previous = rollout_commands(registered)
     assert sorted(r.name for r in rollouts) == [f"rollout-{ns}" for ns in PROFILES]
     assert all(p == [] for p in previous.values()), "no rollout command waits for another"
-    waves = set()
     for r in rollouts:
-        argv = shlex.split(r.inputs["create"])
-        assert argv[1:3] == ["-m", "live.rollout"]
-        assert argv[argv.index("--limit") + 1] == "3"
-        assert argv[argv.index("--namespace") + 1] == r.name.removeprefix("rollout-")
-        assert argv[-2:] == ["Deployment/notebook-0", "Deployment/notebook-1"], "one restart per workload, by name"
-        waves.add(argv[argv.index("--wave") + 1])
+        assert list(json.loads(r.inputs["stdin"])) == [r.name.removeprefix("rollout-")]
+    waves = {(argv := shlex.split(r.inputs["create"]))[argv.index("--wave") + 1] for r in rollouts}
     assert len(waves) == 1, "every command shares one wave's slots"
 
 

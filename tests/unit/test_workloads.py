@@ -4,6 +4,7 @@ API returns them (slimmed), with the injector webhooks istioctl renders for the 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 
 import pytest
@@ -156,15 +157,23 @@ def test_preview_shows_the_work():
     assert outputs["unmanagedPods"] == ["kubeflow-user-000/step-1 (no controller): wait"]
 
 
-def test_a_namespace_batch_restarts_some_and_evicts_others_in_one_process():
-    from components.rollouts import RolloutsArgs, rollout_script
+def test_one_process_restarts_some_and_evicts_others_named_on_its_standard_input():
+    from components.rollouts import RolloutsArgs, rollout_plan, rollout_script
+    from live.rollout import plan_workloads
     target = KubeTarget("/k", "ctx", "https://x")
     batch = (Workload("ns", "Deployment", "web"), Workload("ns", "StatefulSet", "db"),
-             Workload("ns", "StatefulSet", "nb", "controlled by Notebook/nb, which owns its template"))
-    args = RolloutsArgs(batches=(batch,), per_workload=False, sequential=False, parallelism=3, timeout_seconds=60,
+             Workload("ns", "StatefulSet", "nb", "controlled by Notebook/nb, which owns its template"),
+             Workload("other", "Deployment", "web"))
+    args = RolloutsArgs(batches=(batch,), strategy="wave", parallelism=3, timeout_seconds=60,
                         istiod_address=NEW_ISTIOD, leaving=LEGACY_ISTIOD, target=target)
-    argv = shlex.split(rollout_script(args, batch))
-    assert argv[1:] == ["-m", "live.rollout", "--kubeconfig", "/k", "--context", "ctx", "--namespace", "ns",
+    argv = shlex.split(rollout_script(args))
+    assert argv[1:] == ["-m", "live.rollout", "--kubeconfig", "/k", "--context", "ctx",
                         "--wave", f"https://x|{LEGACY_ISTIOD}->{NEW_ISTIOD}", "--limit", "3",
-                        "--leaving", LEGACY_ISTIOD, "--istiod", NEW_ISTIOD, "--timeout", "60",
-                        "--evict=StatefulSet/nb", "Deployment/web", "StatefulSet/db"]
+                        "--leaving", LEGACY_ISTIOD, "--istiod", NEW_ISTIOD, "--timeout", "60"]
+    plan = rollout_plan(batch)
+    assert plan == {"ns": {"restart": ["Deployment/web", "StatefulSet/db"], "evict": ["StatefulSet/nb"]},
+                    "other": {"restart": ["Deployment/web"], "evict": []}}
+    moved = plan_workloads(json.loads(json.dumps(plan)))
+    assert [(w.namespace, w.ref, bool(w.evict_because)) for w in moved] == [
+        ("ns", "Deployment/web", False), ("ns", "StatefulSet/db", False), ("other", "Deployment/web", False),
+        ("ns", "StatefulSet/nb", True)], "the command reads back exactly the workloads planned, restarts first"
