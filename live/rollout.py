@@ -131,7 +131,11 @@ def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, wor
     todo: queue.Queue[Workload] = queue.Queue()
     for workload in workloads:
         todo.put(workload)
-    meshes = {ns: Mesh(api, args, ns) for ns in {w.namespace for w in workloads}}
+    try:
+        meshes = {ns: Mesh(api, args, ns) for ns in {w.namespace for w in workloads}}
+    except client.ApiException as err:  # reported by the main thread, like every failure
+        errors.append(Failed(f"reading the namespaces to evict in: {err.status} {err.reason}"))
+        return
 
     def worker() -> None:
         while True:
