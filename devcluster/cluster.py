@@ -69,7 +69,8 @@ class Cluster:
         starters = {
             "etcd": self._start_etcd, "kube-apiserver": self._start_apiserver, "forward": self._start_forward,
             "kube-controller-manager": self._start_controller_manager, "kube-scheduler": self._start_scheduler,
-            "kwok": self._start_kwok, "pod-reaper": self._start_pod_reaper, "istiod-runner": self._start_istiod_runner, "proxysim": self._start_proxysim,
+            "kwok": self._start_kwok, "pod-reaper": self._start_pod_reaper,
+            "istiod-runner": self._start_istiod_runner, "proxysim": self._start_proxysim,
         }
         for name in COMPONENTS:
             if not self.running(name):

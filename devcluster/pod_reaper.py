@@ -7,7 +7,7 @@ retries a delete that failed, so under load a stale delete meant for one Statefu
 same name, whose own delete hit the next: pod 0 of every StatefulSet was recreated every ~7 s for minutes (issue #15,
 bench at rolloutParallelism 50), and the in-use gate waited on proxies that kept restarting. The kubelet deletes
 with the UID as precondition for this very reason (kubernetes/kubernetes#25224). So the embedded cluster runs kwok
-without that stage (devcluster.cluster.kwok_stages) and this process in its place.
+without that stage (devcluster.cluster.Cluster._kwok_stages) and this process in its place.
 
 python -m devcluster.pod_reaper --kubeconfig FILE
 """

@@ -114,8 +114,8 @@ def move_workload(mesh: Mesh, workload: Workload) -> None:
         print(f"evicted {todo[0]['metadata']['namespace']}/{todo[0]['metadata']['name']} ({workload.ref})", flush=True)
 
 
-def to_move(api: client.ApiClient, args: argparse.Namespace,
-            namespace: str | None = None) -> list[tuple[dict[str, Any], Workload | str]]:
+def pods_to_move(api: client.ApiClient, args: argparse.Namespace,
+                 namespace: str | None = None) -> list[tuple[dict[str, Any], Workload | str]]:
     """(pod, its workload or what else owns it) for every running pod of namespace (or of the cluster) still on the
     plane being left, or lacking the sidecar an injector would give it (migration.workloads.needs_move)."""
     view = pod_view(api, namespace)
@@ -127,7 +127,7 @@ def to_move(api: client.ApiClient, args: argparse.Namespace,
 
 def unmanaged(api: client.ApiClient, args: argparse.Namespace) -> list[tuple[dict[str, Any], str]]:
     """(pod, what owns it) for every running pod on the plane being left that no workload covers."""
-    return [(p, top) for p, top in to_move(api, args) if not isinstance(top, Workload)]
+    return [(p, top) for p, top in pods_to_move(api, args) if not isinstance(top, Workload)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from kubernetes import client, config
 
-from live.evict import Failed, Mesh, move_workload, to_move
+from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
 from migration.rollout_status import RolloutFailed, rolled_out
 from migration.workloads import Workload
@@ -53,10 +53,15 @@ def _key(workload: Workload) -> str:
     return f"{workload.namespace}/{workload.ref}"
 
 
+def _only(namespaces: set[str]) -> str | None:
+    """The namespace to read when there is just one; None: read the cluster."""
+    return next(iter(namespaces)) if len(namespaces) == 1 else None
+
+
 def current(api: client.ApiClient, namespaces: set[str], kinds: set[str]) -> dict[str, dict[str, Any]]:
     """'namespace/Kind/name' -> the object, for every workload of kinds in namespaces: one raw list per kind, of the
     namespace when there is one, else of the cluster."""
-    only = next(iter(namespaces)) if len(namespaces) == 1 else None
+    only = _only(namespaces)
     found = {}
     for kind in kinds:
         path = f"/apis/apps/v1/namespaces/{only}/{_PLURAL[kind]}" if only else f"/apis/apps/v1/{_PLURAL[kind]}"
@@ -168,8 +173,7 @@ def _take(slots: Slots) -> int:
 def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: list[Workload]) -> list[Workload]:
     """The workloads that still have a pod on the plane being left (or lacking its sidecar): one read of the pods
     and controllers, of the one namespace or of the cluster."""
-    namespaces = {w.namespace for w in workloads}
-    left = {_key(top) for _, top in to_move(api, args, next(iter(namespaces)) if len(namespaces) == 1 else None)
+    left = {_key(top) for _, top in pods_to_move(api, args, _only({w.namespace for w in workloads}))
             if isinstance(top, Workload)}
     return [w for w in workloads if _key(w) in left]
 
