@@ -8,7 +8,7 @@ once (a slot of live.slots, keyed by --wave, held while a workload moves), wheth
 every namespace (rolloutStrategy=wave) or one per namespace or workload.
 
 Each restarted workload gets a new restartedAt annotation on its pod template, as `kubectl rollout restart` does,
-and is watched by this one process (one list per kind and poll, for every namespace at once) until rolled out by
+and is watched by this one process (one watch per kind, for every namespace at once: live.watch) until rolled out by
 `kubectl rollout status`'s rules (migration.rollout_status), failing after --timeout seconds. The evicted ones have
 their pods evicted one at a time (live.evict), by workers beside the restarts. A failing workload does not stop the
 others: the command moves everything it can, then exits non-zero naming each failure. A workload none of whose pods
@@ -25,19 +25,19 @@ import queue
 import sys
 import threading
 import time
-from typing import Any, Mapping
+from typing import Mapping
 
 from kubernetes import client, config
 
 from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
+from live.watch import WatchFailed, WorkloadWatch, only
 from migration.rollout_status import RolloutFailed, rolled_out
 from migration.workloads import Workload
 
 POLL_SECONDS = 0.25
 RESTARTS_IN_FLIGHT = 8
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-_PLURAL = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
 _FAILURES = (Failed, RolloutFailed, client.ApiException)
 
 
@@ -53,47 +53,28 @@ def _key(workload: Workload) -> str:
     return f"{workload.namespace}/{workload.ref}"
 
 
-def _only(namespaces: set[str]) -> str | None:
-    """The namespace to read when there is just one; None: read the cluster."""
-    return next(iter(namespaces)) if len(namespaces) == 1 else None
-
-
-def current(api: client.ApiClient, namespaces: set[str], kinds: set[str]) -> dict[str, dict[str, Any]]:
-    """'namespace/Kind/name' -> the object, for every workload of kinds in namespaces: one raw list per kind, of the
-    namespace when there is one, else of the cluster."""
-    only = _only(namespaces)
-    found = {}
-    for kind in kinds:
-        path = f"/apis/apps/v1/namespaces/{only}/{_PLURAL[kind]}" if only else f"/apis/apps/v1/{_PLURAL[kind]}"
-        response = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                _return_http_data_only=True)
-        for item in json.loads(response.data)["items"]:
-            if item["metadata"]["namespace"] in namespaces:
-                found[f"{item['metadata']['namespace']}/{kind}/{item['metadata']['name']}"] = item | {"kind": kind}
-    return found
-
-
-def restart(api: client.ApiClient, workload: Workload) -> Failed | None:
-    """What `kubectl rollout restart` does: a new restartedAt annotation on the pod template (the answer is not
-    parsed: the watch reads the object). Returns why it failed, if it did."""
+def restart(api: client.ApiClient, workload: Workload) -> int | Failed:
+    """What `kubectl rollout restart` does: a new restartedAt annotation on the pod template. Returns the
+    generation the restart made (the watch may still hold an older one), or why it failed."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: now}}}}}
     apps = client.AppsV1Api(api)
     patch = {"Deployment": apps.patch_namespaced_deployment, "StatefulSet": apps.patch_namespaced_stateful_set,
              "DaemonSet": apps.patch_namespaced_daemon_set}[workload.kind]
     try:
-        patch(workload.name, workload.namespace, body, _preload_content=False)
+        answer = patch(workload.name, workload.namespace, body, _preload_content=False)
     except client.ApiException as err:
         return Failed(f"{_key(workload)} could not be restarted: {err.status} {err.reason}")
-    return None
+    return json.loads(answer.data)["metadata"]["generation"]
 
 
 def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], timeout: int,
                 errors: list[BaseException]) -> None:
-    """Restart each workload once it holds a slot; watch them all until each has rolled out (or failed: appended
-    to errors), giving its slot back then."""
+    """Restart each workload once it holds a slot; watch them all (one watch per kind) until each has rolled out
+    (or failed: appended to errors), giving its slot back then."""
     pending, moving = list(workloads), {}
-    namespaces, kinds = {w.namespace for w in workloads}, {w.kind for w in workloads}
+    watched = WorkloadWatch(api, {w.namespace for w in workloads}, {w.kind for w in workloads})
+    seen = 0
 
     def done(workload: Workload, error: BaseException | None = None) -> None:
         Slots.give_back(moving.pop(workload)[0])
@@ -105,28 +86,30 @@ def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], 
             starting = []
             while pending and (slot := slots.try_take()) is not None:
                 starting.append(workload := pending.pop(0))
-                moving[workload] = (slot, time.monotonic())
+                moving[workload] = (slot, time.monotonic(), 0)
             # A few restarts in flight at once: one after the other, 250 of them took ~30 s on a loaded 2-core host.
-            for workload, error in zip(starting, patching.map(lambda w: restart(api, w), starting)):
-                if error is not None:
-                    done(workload, error)
-            if moving:
-                seen = current(api, namespaces, kinds)
-                for workload, (_, began) in list(moving.items()):
-                    obj = seen.get(_key(workload))
-                    try:
-                        if obj is None:
-                            raise Failed(f"{_key(workload)} was deleted while it rolled out")
-                        if rolled_out(obj):
-                            done(workload)
-                            print(f"rolled out {_key(workload)} in {time.monotonic() - began:.1f}s", flush=True)
-                        elif time.monotonic() - began > timeout:
-                            raise Failed(f"{_key(workload)} did not roll out within {timeout}s "
-                                         f"(rolloutTimeoutSeconds); see `kubectl -n {workload.namespace} rollout "
-                                         f"status {workload.ref}` and its pods' events")
-                    except (Failed, RolloutFailed) as err:
-                        done(workload, err)
-            time.sleep(POLL_SECONDS)
+            for workload, made in zip(starting, patching.map(lambda w: restart(api, w), starting)):
+                if isinstance(made, Failed):
+                    done(workload, made)
+                else:
+                    moving[workload] = moving[workload][:2] + (made,)
+            objects = watched.snapshot()
+            for workload, (_, began, generation) in list(moving.items()):
+                obj = objects.get(_key(workload))
+                try:
+                    if obj is None:
+                        raise Failed(f"{_key(workload)} was deleted while it rolled out")
+                    if obj["metadata"].get("generation", 0) >= generation and rolled_out(obj):
+                        done(workload)
+                        print(f"rolled out {_key(workload)} in {time.monotonic() - began:.1f}s", flush=True)
+                    elif time.monotonic() - began > timeout:
+                        raise Failed(f"{_key(workload)} did not roll out within {timeout}s "
+                                     f"(rolloutTimeoutSeconds); see `kubectl -n {workload.namespace} rollout "
+                                     f"status {workload.ref}` and its pods' events")
+                except (Failed, RolloutFailed) as err:
+                    done(workload, err)
+            # Woken by the next change; the timeout bounds how late a slot freed by another command is taken.
+            seen = watched.changed(seen, POLL_SECONDS) if moving or pending else seen
 
 
 def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, workloads: list[Workload],
@@ -173,7 +156,7 @@ def _take(slots: Slots) -> int:
 def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: list[Workload]) -> list[Workload]:
     """The workloads that still have a pod on the plane being left (or lacking its sidecar): one read of the pods
     and controllers, of the one namespace or of the cluster."""
-    left = {_key(top) for _, top in pods_to_move(api, args, _only({w.namespace for w in workloads}))
+    left = {_key(top) for _, top in pods_to_move(api, args, only({w.namespace for w in workloads}))
             if isinstance(top, Workload)}
     return [w for w in workloads if _key(w) in left]
 
@@ -196,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     evicting.start()
     try:
         restart_all(api, slots, [w for w in left if not w.evict_because], args.timeout, errors)
-    except client.ApiException as err:  # reading the workloads failed: report it once the evictions end
+    except WatchFailed as err:  # reading the workloads failed: report it once the evictions end
         errors.insert(0, err)
     evicting.join()
     for err in errors:

@@ -88,6 +88,38 @@ def test_a_deleted_statefulset_pod_is_replaced_once(kubectl):
     kubectl("delete", "namespace", "smoke-sts", "--wait=false")
 
 
+def test_the_rollout_watch_follows_restarts_and_deletes(cluster, kubectl):
+    """live.watch on the real apiserver: a restart's new generation arrives and rolls out (kubectl's rules), a
+    delete is seen, and one watch per kind covers two namespaces."""
+    from kubernetes import config
+
+    from live.rollout import restart
+    from live.watch import WorkloadWatch
+    from migration.rollout_status import rolled_out
+    from migration.workloads import Workload
+
+    for ns in ("watch-a", "watch-b"):
+        kubectl("apply", "-f", "-", input=DEPLOYMENT.replace("smoke", ns))
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig), context=cluster.context)
+    watched = WorkloadWatch(api, {"watch-a", "watch-b"}, {"Deployment"})
+    assert {"watch-a/Deployment/web", "watch-b/Deployment/web"} <= set(watched.snapshot())
+    before = watched.snapshot()["watch-a/Deployment/web"]["metadata"]["generation"]
+
+    generation = restart(api, Workload("watch-a", "Deployment", "web"))
+    assert generation == before + 1, "the restart's own answer says which generation to wait for"
+    seen = 0
+    deadline = time.monotonic() + 120
+    while not ((obj := watched.snapshot()["watch-a/Deployment/web"])["metadata"]["generation"] >= generation
+               and rolled_out(obj)):
+        assert time.monotonic() < deadline, f"the restart never rolled out in the watch's view: {obj['status']}"
+        seen = watched.changed(seen, 5)
+    kubectl("-n", "watch-a", "rollout", "status", "deployment/web", "--timeout=5s")  # kubectl agrees
+
+    kubectl("-n", "watch-b", "delete", "deployment", "web")
+    poll(lambda: "watch-b/Deployment/web" not in watched.snapshot(), 30, "the watch to see the delete")
+    kubectl("delete", "namespace", "watch-a", "watch-b", "--wait=false")
+
+
 def test_restart_keeps_data(cluster, kubectl):
     kubectl("create", "configmap", "survivor", "--from-literal=k=v")
     uid = kubectl("get", "configmap", "survivor", "-o", "jsonpath={.metadata.uid}").stdout
