@@ -61,16 +61,9 @@ def declare(d: Decisions) -> None:
     lifted = [Teardown("lift-guard", d.lift_guard, on_cluster())] if d.lift_guard else []
     # Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
     # Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust). It waits for the
-    # CRDs only when they change on the cluster (created, or a new schema). Adopting them as they stand writes nothing
-    # there, so then they are adopted while the new istiod starts: the engine runs steps in the order they are
-    # registered on a bounded pool (--parallel, 4 per core), and 15 imports registered first held up every round of
-    # the control plane's objects.
-    if d.crds.change_the_cluster:
-        crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted))
-        control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(crds))
-    else:
-        control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(*lifted))
-        crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted, *control_plane.istiod_prerequisites))
+    # CRDs only when they change on the cluster (created, or a new schema).
+    crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted)) if d.crds.change_the_cluster else None
+    control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(*lifted, *([crds] if crds else [])))
     gateway_after, switch, teardown = [control_plane], None, None
     if d.steps:
         # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).
@@ -80,12 +73,24 @@ def declare(d: Decisions) -> None:
     # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
     gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))
     if d.steps:
-        # Phase 4: restart or evict every workload in the mesh, wait for (or evict) pods no workload covers;
-        # 5: the in-use gate (no running pod left on the old plane); 6: remove the other control plane.
+        # Phase 4: restart or evict every workload in the mesh, wait for (or evict) pods no workload covers.
         rollouts = Rollouts("rollout", d.steps.rollouts, on_cluster(switch))
         unmanaged = UnmanagedPods("unmanaged-pods", d.steps.unmanaged, on_cluster(switch))
+    if crds is None:
+        # CRDs adopted as they stand: importing them writes nothing on the cluster, so they need not come first, and
+        # they are costly: the engine turns each import into steps one at a time, and the program (de)serializes
+        # each ~100 KB CRD on its one thread. Imported beside istiod's start or right after the switch they held up
+        # the webhooks, the switch or the rollout command's registration by ~5 s on the bench (session 12). So they
+        # come once the check of pods no workload covers is done: that command and the rollouts start together and
+        # it ends first, so the imports run while the workloads roll. With no switch (the legacy stack, a
+        # rollback), they come while istiod starts.
+        crds = IstioCrds("istio-crds", d.crds, on_cluster(
+            *lifted, *([unmanaged] if d.steps else control_plane.istiod_prerequisites)))
+    if d.steps:
+        # 5: the in-use gate (no running pod left on the old plane); 6: remove the other control plane, only once
+        # this stack owns every CRD (retained on delete).
         verified = Verification("verify-sidecars", d.steps.verification, on_cluster(rollouts, unmanaged, gateway))
-        teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified))
+        teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified, crds))
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
         Guard("guard", d.guard, on_cluster(*[r for r in (crds, control_plane, switch, teardown) if r]))

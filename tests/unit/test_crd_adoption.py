@@ -76,8 +76,9 @@ def _waits_for_crds(live_crds: dict) -> bool:
             todo += by_urn[urn].dependencies
     waits = any(by_urn[u].kind == "CustomResourceDefinition" or by_urn[u].type == "kfistio:istio:Crds" for u in seen)
     crds = next(r for r in registered if r.type == "kfistio:istio:Crds")
-    after = {by_urn[u].kind for u in crds.dependencies if u in by_urn}
-    assert waits or {"ConfigMap", "Secret"} <= after, "unchanged CRDs are imported while the new istiod starts"
+    after = {by_urn[u].parent.split("::")[-1] for u in crds.dependencies if u in by_urn}
+    assert waits or after == {"unmanaged-pods"}, \
+        "unchanged CRDs are imported after the rollouts started (with the unmanaged-pods check), while workloads roll"
     return waits
 
 
