@@ -31,7 +31,7 @@ from kubernetes import client, config
 
 from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
-from live.watch import WatchFailed, WorkloadWatch, only
+from live.watch import WatchFailed, WorkloadWatch, key, only
 from migration.rollout_status import RolloutFailed, rolled_out
 from migration.workloads import Workload
 
@@ -50,7 +50,7 @@ def plan_workloads(plan: Mapping[str, Mapping[str, list[str]]]) -> list[Workload
 
 
 def _key(workload: Workload) -> str:
-    return f"{workload.namespace}/{workload.ref}"
+    return key(workload.namespace, workload.kind, workload.name)
 
 
 def restart(api: client.ApiClient, workload: Workload) -> int | Failed:

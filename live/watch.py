@@ -22,6 +22,11 @@ READ_TIMEOUT = (10, WATCH_SECONDS + 30)  # does not keep a stale view for longer
 _LIST = {"Deployment": "deployment", "StatefulSet": "stateful_set", "DaemonSet": "daemon_set"}
 
 
+def key(namespace: str, kind: str, name: str) -> str:
+    """How a workload is named in a WorkloadWatch: 'namespace/Kind/name'."""
+    return f"{namespace}/{kind}/{name}"
+
+
 def only(namespaces: set[str]) -> str | None:
     """The namespace to read when there is just one; None: read the cluster."""
     return next(iter(namespaces)) if len(namespaces) == 1 else None
@@ -34,7 +39,7 @@ def apply(objects: dict[str, dict[str, Any]], kind: str, namespaces: set[str], e
     meta = obj.get("metadata") or {}
     if event["type"] not in ("ADDED", "MODIFIED", "DELETED") or meta.get("namespace") not in namespaces:
         return False
-    name = f"{meta['namespace']}/{kind}/{meta['name']}"
+    name = key(meta["namespace"], kind, meta["name"])
     if event["type"] == "DELETED":
         return objects.pop(name, None) is not None
     objects[name] = obj | {"kind": kind}
