@@ -5,7 +5,8 @@ Moves the workloads PLAN names off the plane at --leaving. PLAN (standard input,
 workloads to restart and those whose pods are evicted: {"ns": {"restart": ["Kind/name", ...], "evict": [...]}}.
 Every rollout command of one migration is part of a single wave: together they move at most --limit workloads at
 once (a slot of live.slots, keyed by --wave, held while a workload moves), whether the wave is one command for
-every namespace (rolloutStrategy=wave) or one per namespace or workload.
+every namespace (rolloutStrategy=wave) or one per namespace or workload. The workloads whose rollouts wait for the
+most pod starts one after another (StatefulSets replace one pod at a time) take their slots first.
 
 Each restarted workload gets a new restartedAt annotation on its pod template, as `kubectl rollout restart` does,
 and is watched by this one process (one watch per kind, for every namespace at once: live.watch) until rolled out by
@@ -25,14 +26,14 @@ import queue
 import sys
 import threading
 import time
-from typing import Mapping
+from typing import Any, Mapping
 
 from kubernetes import client, config
 
 from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
 from live.watch import WatchFailed, WorkloadWatch, key, only
-from migration.rollout_status import RolloutFailed, rolled_out
+from migration.rollout_status import RolloutFailed, rolled_out, sequential_pod_starts
 from migration.workloads import Workload
 
 POLL_SECONDS = 0.25
@@ -68,13 +69,22 @@ def restart(api: client.ApiClient, workload: Workload) -> int | Failed:
     return json.loads(answer.data)["metadata"]["generation"]
 
 
+def longest_first(workloads: list[Workload], objects: Mapping[str, Mapping[str, Any]]) -> list[Workload]:
+    """workloads, those whose rollout waits for the most pod starts one after another first (longest processing
+    time first: the slowest ones run beside the others instead of alone at the end of the wave); a workload not
+    found last, it is reported when its turn comes."""
+    def starts(workload: Workload) -> int:
+        obj = objects.get(_key(workload))
+        return sequential_pod_starts(obj) if obj is not None else -1
+    return sorted(workloads, key=starts, reverse=True)
+
+
 def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], timeout: int,
                 errors: list[BaseException]) -> None:
     """Restart each workload once it holds a slot; watch them all (one watch per kind) until each has rolled out
     (or failed: appended to errors), giving its slot back then."""
-    pending, moving = list(workloads), {}
     watched = WorkloadWatch(api, {w.namespace for w in workloads}, {w.kind for w in workloads})
-    seen = 0
+    pending, moving, seen = longest_first(workloads, watched.snapshot()), {}, 0
 
     def done(workload: Workload, error: BaseException | None = None) -> None:
         Slots.give_back(moving.pop(workload)[0])

@@ -43,3 +43,36 @@ def rolled_out(obj: Mapping[str, Any]) -> bool:
         wanted = status.get("desiredNumberScheduled") or 0
         return (status.get("updatedNumberScheduled") or 0) >= wanted and (status.get("numberAvailable") or 0) >= wanted
     raise RolloutFailed(f"{name}: a {kind} cannot be rolled out")
+
+
+def _scaled(value: int | str | None, total: int, default: int | str, round_up: bool) -> int:
+    """An int-or-percent rollout field scaled to total, as intstr.GetScaledValueFromIntOrPercent does."""
+    value = default if value is None else value
+    if isinstance(value, int):
+        return value
+    percent = int(value.rstrip("%")) * total
+    return -(-percent // 100) if round_up else percent // 100
+
+
+def sequential_pod_starts(obj: Mapping[str, Any]) -> int:
+    """How many pod starts a rollout of obj waits for one after another (its length in pod start times): a
+    StatefulSet replaces its pods one at a time, a Deployment maxSurge + maxUnavailable of them at once, a DaemonSet
+    maxSurge + maxUnavailable nodes at once. The wave starts the longest first, so none of them is left to run
+    alone at its end."""
+    spec, kind = obj.get("spec") or {}, obj["kind"]
+    strategy = spec.get("strategy" if kind == "Deployment" else "updateStrategy") or {}
+    rolling = strategy.get("rollingUpdate") or {}
+    if kind == "Deployment":
+        pods = spec.get("replicas", 1)
+        if strategy.get("type") == "Recreate":
+            return min(pods, 1)
+        at_once = (_scaled(rolling.get("maxSurge"), pods, "25%", True)
+                   + _scaled(rolling.get("maxUnavailable"), pods, "25%", False))
+    elif kind == "StatefulSet":
+        pods = spec.get("replicas", 1) - (rolling.get("partition") or 0)
+        at_once = _scaled(rolling.get("maxUnavailable"), spec.get("replicas", 1), 1, True)
+    else:
+        pods = (obj.get("status") or {}).get("desiredNumberScheduled") or 0
+        at_once = (_scaled(rolling.get("maxSurge"), pods, 0, True)
+                   + _scaled(rolling.get("maxUnavailable"), pods, 1, True))
+    return -(-max(pods, 0) // max(at_once, 1))

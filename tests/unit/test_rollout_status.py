@@ -2,7 +2,7 @@
 
 import pytest
 
-from migration.rollout_status import RolloutFailed, rolled_out
+from migration.rollout_status import RolloutFailed, rolled_out, sequential_pod_starts
 
 
 def deployment(generation=2, observed=2, replicas=2, updated=2, total=2, available=2, conditions=()):
@@ -45,3 +45,29 @@ def test_a_deployment_past_its_progress_deadline_fails_by_name():
 def test_an_on_delete_stateful_set_cannot_be_rolled():
     with pytest.raises(RolloutFailed, match="OnDelete"):
         rolled_out(stateful_set(strategy={"type": "OnDelete"}))
+
+
+def _workload(kind, replicas=None, strategy=None, desired=None):
+    spec = {} if replicas is None else {"replicas": replicas}
+    spec["strategy" if kind == "Deployment" else "updateStrategy"] = strategy or {}
+    return {"kind": kind, "metadata": {"namespace": "ns", "name": "w"}, "spec": spec,
+            "status": {} if desired is None else {"desiredNumberScheduled": desired}}
+
+
+@pytest.mark.parametrize("obj, starts", [
+    (_workload("Deployment", 1), 1),  # maxSurge 25 % of 1 rounds up to 1
+    (_workload("Deployment"), 1),  # replicas default to 1
+    (_workload("Deployment", 8), 2),  # 2 surge + 2 unavailable at a time
+    (_workload("Deployment", 10), 2),  # 3 surge (rounded up) + 2 unavailable (rounded down)
+    (_workload("Deployment", 10, {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}), 10),
+    (_workload("Deployment", 10, {"type": "Recreate"}), 1),
+    (_workload("Deployment", 0), 0),
+    (_workload("StatefulSet", 3), 3),  # one pod at a time, whatever podManagementPolicy says
+    (_workload("StatefulSet", 5, {"rollingUpdate": {"partition": 3}}), 2),
+    (_workload("StatefulSet", 4, {"rollingUpdate": {"maxUnavailable": "50%"}}), 2),
+    (_workload("DaemonSet", desired=6), 6),  # maxUnavailable 1, no surge
+    (_workload("DaemonSet", desired=6, strategy={"rollingUpdate": {"maxUnavailable": "50%"}}), 2),
+    (_workload("DaemonSet", desired=0), 0),
+])
+def test_sequential_pod_starts_follow_each_controllers_rollout_strategy(obj, starts):
+    assert sequential_pod_starts(obj) == starts

@@ -177,3 +177,15 @@ def test_one_process_restarts_some_and_evicts_others_named_on_its_standard_input
     assert [(w.namespace, w.ref, bool(w.evict_because)) for w in moved] == [
         ("ns", "Deployment/web", False), ("ns", "StatefulSet/db", False), ("other", "Deployment/web", False),
         ("ns", "StatefulSet/nb", True)], "the command reads back exactly the workloads planned, restarts first"
+
+
+def test_the_wave_starts_the_rollouts_with_the_most_pod_starts_in_sequence_first():
+    from live.rollout import longest_first
+    web, db, big, gone = (Workload("a", "Deployment", "web"), Workload("a", "StatefulSet", "db"),
+                          Workload("b", "Deployment", "big"), Workload("b", "Deployment", "gone"))
+    objects = {"a/Deployment/web": {"kind": "Deployment", "spec": {"replicas": 1}},
+               "a/StatefulSet/db": {"kind": "StatefulSet", "spec": {"replicas": 3}},
+               "b/Deployment/big": {"kind": "Deployment", "spec": {"replicas": 8}}}
+    assert longest_first([gone, web, big, db], objects) == [db, big, web, gone]
+    assert longest_first([web, Workload("c", "Deployment", "web")],
+                         objects | {"c/Deployment/web": objects["a/Deployment/web"]})[0] == web, "ties keep order"
