@@ -6,6 +6,7 @@ watcher per restart command can stand in for a `kubectl rollout status` process 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 
@@ -50,8 +51,8 @@ def _scaled(value: int | str | None, total: int, default: int | str, round_up: b
     value = default if value is None else value
     if isinstance(value, int):
         return value
-    percent = int(value.rstrip("%")) * total
-    return -(-percent // 100) if round_up else percent // 100
+    scaled = int(value.rstrip("%")) * total / 100
+    return math.ceil(scaled) if round_up else math.floor(scaled)
 
 
 def sequential_pod_starts(obj: Mapping[str, Any]) -> int:
@@ -61,18 +62,18 @@ def sequential_pod_starts(obj: Mapping[str, Any]) -> int:
     alone at its end."""
     spec, kind = obj.get("spec") or {}, obj["kind"]
     strategy = spec.get("strategy" if kind == "Deployment" else "updateStrategy") or {}
-    rolling = strategy.get("rollingUpdate") or {}
+    rolling, replicas = strategy.get("rollingUpdate") or {}, spec.get("replicas", 1)
     if kind == "Deployment":
-        pods = spec.get("replicas", 1)
+        pods = replicas
         if strategy.get("type") == "Recreate":
             return min(pods, 1)
         at_once = (_scaled(rolling.get("maxSurge"), pods, "25%", True)
                    + _scaled(rolling.get("maxUnavailable"), pods, "25%", False))
     elif kind == "StatefulSet":
-        pods = spec.get("replicas", 1) - (rolling.get("partition") or 0)
-        at_once = _scaled(rolling.get("maxUnavailable"), spec.get("replicas", 1), 1, True)
+        pods = replicas - (rolling.get("partition") or 0)
+        at_once = _scaled(rolling.get("maxUnavailable"), replicas, 1, True)
     else:
         pods = (obj.get("status") or {}).get("desiredNumberScheduled") or 0
         at_once = (_scaled(rolling.get("maxSurge"), pods, 0, True)
                    + _scaled(rolling.get("maxUnavailable"), pods, 1, True))
-    return -(-max(pods, 0) // max(at_once, 1))
+    return math.ceil(max(pods, 0) / max(at_once, 1))
