@@ -22,7 +22,7 @@ from bench.analysis import growth
 from bench.plot import timeline
 from bench.report import table
 from demo import fixture
-from devcluster.toolchain import REPO
+from devcluster.toolchain import REPO, let_children_be_interrupted
 
 
 def main() -> int:
@@ -44,6 +44,7 @@ def main() -> int:
     parser.add_argument("--preview-repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / ".state" / "bench")
     args = parser.parse_args()
+    let_children_be_interrupted()
 
     plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"}, True)]
     waves = [(f"p{p}", {"rolloutParallelism": int(p)}, True)

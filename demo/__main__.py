@@ -14,7 +14,7 @@ from demo import fixture
 from demo.migrate import migrate_and_verify
 from demo.verification import print_table
 from devcluster.cluster import Cluster
-from devcluster.toolchain import REPO
+from devcluster.toolchain import REPO, let_children_be_interrupted
 from devcluster.workspace import PulumiFailed, Workspace
 
 
@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("--profiles", type=int, default=5)
     parser.add_argument("--deployments", type=int, default=3)
     args = parser.parse_args()
+    let_children_be_interrupted()
     size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments)
 
     print(f"[1/4] fresh embedded cluster '{args.cluster}'", flush=True)

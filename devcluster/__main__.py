@@ -13,7 +13,7 @@ import shlex
 import sys
 
 from devcluster.cluster import Cluster, ClusterError
-from devcluster.toolchain import ToolchainMissing, tool_env
+from devcluster.toolchain import ToolchainMissing, let_children_be_interrupted, tool_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = argv[argv.index("--") + 1:] if "--" in argv else []
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    let_children_be_interrupted()
     cluster = Cluster(args.name)
     try:
         if args.command == "up":

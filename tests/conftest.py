@@ -1,4 +1,5 @@
-"""Shared by every tier: the repository on sys.path. The toolchain is the integration and fault tiers' business
+"""Shared by every tier: the repository on sys.path, and SIGINT restored for the tools (see
+let_children_be_interrupted). The toolchain is the integration and fault tiers' business
 (their conftests), so `make unit` runs with no toolchain and no cluster."""
 
 from __future__ import annotations
@@ -7,6 +8,10 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from devcluster.toolchain import let_children_be_interrupted  # noqa: E402
+
+let_children_be_interrupted()  # pulumi under a background `make test` would wait 5 s per plugin it stops
 
 
 def pytest_addoption(parser):
