@@ -38,7 +38,7 @@ def main() -> int:
                         help="skip the run of the first wave without the CLI's debug log (first pod profile only)")
     parser.add_argument("--pods", default="fast=250,realistic=2000",
                         help="pod profiles NAME=MS: each of a pod's 4 kwok stages takes MS to 2 x MS "
-                             "(default fast=250,realistic=2000)")
+                             "(default fast=250,realistic=2000; '' runs no migration, only P3)")
     parser.add_argument("--churn-rate", type=float, default=6.0, help="pods created per second (default 6)")
     parser.add_argument("--preview-sizes", default="25,100,400", help="namespace counts for P3 ('' skips)")
     parser.add_argument("--preview-repeats", type=int, default=2)
@@ -54,7 +54,7 @@ def main() -> int:
     without_log = [] if args.no_debug_log_cost or not waves else [(waves[0][0] + "-nolog", waves[0][1], False)]
     began = time.monotonic()
     results = []
-    for first, profile in enumerate(args.pods.split(",")):
+    for first, profile in enumerate(p for p in args.pods.split(",") if p):
         pods, stage_ms = profile.split("=")
         size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments, pod_stage_ms=int(stage_ms),
                                     statefulsets=args.statefulsets, kubeflow_shape=False)
@@ -75,9 +75,10 @@ def main() -> int:
               "total_s": round(time.monotonic() - began)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=2))
-    timeline(results, args.out / "timeline.png")
+    if results:
+        timeline(results, args.out / "timeline.png")
     print(table(report))
-    print(f"\nwrote {args.out / 'results.json'} and {args.out / 'timeline.png'}")
+    print(f"\nwrote {args.out / 'results.json'}" + (f" and {args.out / 'timeline.png'}" if results else ""))
     failed = [r["label"] for r in results if any(r["churn"][k] for k in ("rejected", "no sidecar", "no such istiod"))
               or r["injectors_min"] != 1 or r["injectors_max"] != 1]
     if failed:

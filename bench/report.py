@@ -35,7 +35,14 @@ def _debug_log_cost(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def table(report: dict[str, Any]) -> str:
-    runs = report["migrations"]
+    """P1/P2 for the migrations the report holds (if any), then P3 for its previews (if any)."""
+    lines = _migrations(report["migrations"]) if report["migrations"] else []
+    if report.get("previews"):
+        lines += _previews(report["previews"])
+    return "\n".join(lines)
+
+
+def _migrations(runs: list[dict[str, Any]]) -> list[str]:
     lines = ["", "P1 migration wall time (s)            " + "".join(f"{r['label']:>{COLUMN}}" for r in runs)]
     rows = [("pulumi up wall", "wall_s"), ("new istiod created at", "istiod_created_s"),
             ("new istiod Available at", "istiod_available_s"),
@@ -75,15 +82,17 @@ def table(report: dict[str, Any]) -> str:
                            ("simulator cores, all connected", "proxysim_cores_all_connected"),
                            ("simulator cores during the update", "proxysim_cores_during_up")]:
             lines.append(f"{title:<38}" + "".join(f"{str(r['data_plane'][key]):>{COLUMN}}" for r in runs))
-    if report.get("previews"):
-        p = report["previews"]
-        lines += ["", "P3 `pulumi preview --stack migrated`"]
-        for n, s in p["seconds"].items():
-            plain = (f"   plain preview of {p['resources'][n]} resources {p['plain_seconds'][n]}s, "
-                     f"ratio {p['ratio_to_plain'][n]}x" if n in p.get("ratio_to_plain", {}) else "")
-            lines.append(f"{n + ' namespaces':<38}{s:>11}s{plain}")
-        if "growth_ratio" in p:
-            lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / "
-                         f"{p['namespace_ratio']}x")
-            lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
-    return "\n".join(lines)
+    return lines
+
+
+def _previews(p: dict[str, Any]) -> list[str]:
+    lines = ["", "P3 `pulumi preview --stack migrated`"]
+    for n, s in p["seconds"].items():
+        plain = (f"   plain preview of {p['resources'][n]} resources {p['plain_seconds'][n]}s, "
+                 f"ratio {p['ratio_to_plain'][n]}x" if n in p.get("ratio_to_plain", {}) else "")
+        lines.append(f"{n + ' namespaces':<38}{s:>11}s{plain}")
+    if "growth_ratio" in p:
+        lines.append(f"{'growth (time ratio / namespace ratio)':<38}{p['growth_ratio']:>11}x / "
+                     f"{p['namespace_ratio']}x")
+        lines.append(f"{'marginal cost per namespace':<38}{p['ms_per_namespace_marginal']:>10}ms")
+    return lines

@@ -149,3 +149,4 @@ def test_one_preview_size_reports_no_growth():
     assert p["ratio_to_plain"] == {"25": 2.5} and "growth_ratio" not in p
     text = table({"migrations": [], "previews": p})
     assert "ratio 2.5x" in text and "marginal" not in text
+    assert "P1" not in text and "P2" not in text  # a P3-only bench (--pods '') prints no empty migration table
