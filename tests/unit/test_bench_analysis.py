@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from bench.analysis import ISTIOD_STEP, START, growth, rollout_spans, step_phase, step_phases, summarize_run
+from bench.crd_state import held_bytes
 from bench.report import LOOP, table
 
 
@@ -150,3 +153,15 @@ def test_one_preview_size_reports_no_growth():
     text = table({"migrations": [], "previews": p})
     assert "ratio 2.5x" in text and "marginal" not in text
     assert "P1" not in text and "P2" not in text  # a P3-only bench (--pods '') prints no empty migration table
+
+
+def test_crd_state_counts_each_copy_of_a_crd_in_the_state(tmp_path):
+    crd_inputs = {"spec": {"group": "networking.istio.io"}}
+    state = {"checkpoint": {"latest": {"resources": [
+        {"type": "pulumi:providers:kubernetes", "inputs": {"big": "x" * 1000}, "outputs": {}},
+        {"type": "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "inputs": crd_inputs,
+         "outputs": {"spec": {"group": "networking.istio.io"}, "status": {}, "__inputs": crd_inputs}}]}}}
+    (tmp_path / "s.json").write_text(json.dumps(state))
+    held = held_bytes(tmp_path / "s.json")
+    assert held == {"inputs": len(json.dumps(crd_inputs)), "__inputs": len(json.dumps(crd_inputs)),
+                    "live object": len(json.dumps({"spec": {"group": "networking.istio.io"}, "status": {}}))}
