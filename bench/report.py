@@ -48,6 +48,7 @@ def _migrations(runs: list[dict[str, Any]]) -> list[str]:
             ("new istiod Available at", "istiod_available_s"),
             ("slowest single rollout", "slowest_rollout_s"), ("median rollout", "median_rollout_s"),
             ("lower bound (Available + slowest)", "lower_bound_s"), ("wall / lower bound", "ratio_to_lower_bound"),
+            ("bound counting rollout slots", "slot_bound_s"), ("wall / bound counting slots", "ratio_to_slot_bound"),
             ("rollouts observed", "rollouts"), ("most workloads rolling at once", "most_rolling_at_once")]
     for title, key in rows:
         lines.append(f"{title:<38}" + "".join(f"{str(r[key]):>{COLUMN}}" for r in runs))

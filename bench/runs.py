@@ -23,6 +23,7 @@ from devcluster import procstat, proxy_events
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from devcluster.workspace import Workspace
+from migration import config
 
 
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
@@ -60,7 +61,9 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             records, samples, stamped = churn.stop(), sampler.stop(), steps.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
-        result = summarize_run(label, started, ended, events, samples, records, namespaces)
+        settings = config.from_mapping({"topology": "migrated", **overrides})
+        result = summarize_run(label, started, ended, events, samples, records, namespaces,
+                               slots=settings.rollout_parallelism if settings.rollout_strategy == "wave" else None)
         result["config"], result["debug_log"], result["cli_cpu_s"] = overrides, debug_log, round(cli_cpu, 1)
         result["phases"] = step_phases(stamped, started)
         out.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,12 @@ def test_summary_lower_bound_and_ratio():
     summary = summarize_run("p4", 0.0, 24.0, EVENTS, samples, churn, ["p0"])
     assert summary["istiod_available_s"] == 9.0 and summary["slowest_rollout_s"] == 6.0
     assert summary["lower_bound_s"] == 15.0 and summary["ratio_to_lower_bound"] == 1.6
+    assert summary["slot_bound_s"] is None, "no slots given: no bound counting them"
+    one_slot = summarize_run("p1", 0.0, 24.0, EVENTS, samples, churn, ["p0"], slots=1)
+    assert one_slot["slot_bound_s"] == 9.0 + 3.0 + 1.0 + 6.0, "one at a time: Available + every rollout in turn"
+    assert one_slot["ratio_to_slot_bound"] == round(24 / 19, 2)
+    three_slots = summarize_run("p3", 0.0, 24.0, EVENTS, samples, churn, ["p0"], slots=3)
+    assert three_slots["slot_bound_s"] == 15.0, "with a slot each, the slowest rollout bounds it"
     assert summary["median_rollout_by_kind_s"] == {"Deployment": 3.0, "StatefulSet": 6.0}
     assert summary["rollouts_by_kind"] == {"Deployment": 2, "StatefulSet": 1}
     assert summary["switch_s"] == 11.0 and summary["old_istiod_deleted_s"] == 20.0
