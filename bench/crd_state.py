@@ -10,17 +10,16 @@ CRD changed (UID, generation). Prints a table; nothing is kept.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 
 import yaml
 
+from bench.runs import program_workspace, timed_previews
 from demo import fixture
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO, let_children_be_interrupted
-from devcluster.workspace import Workspace
 
 VARIANTS = ("whole", "ignore-spec", "patch")
 PROGRAM = REPO / "bench" / "crd_state_program"
@@ -32,17 +31,9 @@ def _istio_crds(env: dict[str, str]) -> dict:
     return {**listing, "items": [c for c in listing["items"] if c["metadata"]["name"].endswith(".istio.io")]}
 
 
-def _workspace(cluster: Cluster, variant: str, crds_file: str) -> Workspace:
-    workspace = Workspace(cluster, f"crd-{variant}")
-    workspace.dir.mkdir(parents=True, exist_ok=True)
-    (cluster.dir / "pulumi").mkdir(exist_ok=True)
-    project = {"name": "crd-state", "main": os.path.relpath(PROGRAM, workspace.dir),
-               "runtime": {"name": "python", "options": {"virtualenv": str(REPO / ".venv")}}}
-    (workspace.dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-    (workspace.dir / f"Pulumi.{variant}.yaml").write_text(yaml.safe_dump(
-        {"config": {"crd-state:variant": variant, "crd-state:crds": crds_file}}))
-    workspace.init(variant)
-    return workspace
+def _identities(listing: dict) -> dict[str, tuple[str, int]]:
+    """CRD name -> (UID, generation): what changes if a CRD is recreated or its spec rewritten."""
+    return {c["metadata"]["name"]: (c["metadata"]["uid"], c["metadata"]["generation"]) for c in listing["items"]}
 
 
 def held_bytes(state_file) -> dict[str, int]:
@@ -58,14 +49,13 @@ def held_bytes(state_file) -> dict[str, int]:
 
 
 def measure(variant: str, cluster: Cluster, crds_file: str) -> dict:
-    workspace = _workspace(cluster, variant, crds_file)
-    started = time.monotonic()
-    workspace.pulumi("preview", "--stack", variant, "--json")
-    preview = time.monotonic() - started
+    workspace = program_workspace(cluster, f"crd-{variant}", "crd-state", PROGRAM, variant,
+                                  {"crd-state:variant": variant, "crd-state:crds": crds_file})
+    (preview,), _ = timed_previews(workspace, variant, 1)
     started = time.monotonic()
     workspace.up(variant)
     update = time.monotonic() - started
-    state = workspace.dir.parent / "pulumi" / ".pulumi" / "stacks" / "crd-state" / f"{variant}.json"
+    state = workspace.state_file(variant)
     return {"preview_s": round(preview, 1), "up_s": round(update, 1), "state_bytes": state.stat().st_size,
             **held_bytes(state)}
 
@@ -79,12 +69,10 @@ def main() -> int:
         crds_file = cluster.dir / "istio-crds.yaml"
         crds_file.write_text(yaml.safe_dump(before))
         results = {v: measure(v, cluster, str(crds_file)) for v in VARIANTS}
-        after = {c["metadata"]["name"]: c["metadata"] for c in _istio_crds(cluster.env())["items"]}
+        after = _identities(_istio_crds(cluster.env()))
     finally:
         cluster.down(purge=True)
-    changed = [c["metadata"]["name"] for c in before["items"]
-               if (after.get(c["metadata"]["name"], {}).get("uid"), after.get(c["metadata"]["name"], {}).get("generation"))
-               != (c["metadata"]["uid"], c["metadata"]["generation"])]
+    changed = sorted(name for name, identity in _identities(before).items() if after.get(name) != identity)
     base = results["whole"]
     print(f"\n{len(before['items'])} Istio CRDs held by a new stack          " + "".join(f"{v:>14}" for v in VARIANTS))
     for key in ("preview_s", "up_s", "state_bytes", "inputs", "live object", "__inputs"):

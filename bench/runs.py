@@ -92,7 +92,7 @@ def preview_run(sizes: list[int], deployments: int, repeats: int,
     pays for a progress display the other does not."""
     workspace = Workspace(Cluster.fresh("bench-preview")).create()
     cluster, env = workspace.cluster, workspace.env
-    plain = _plain_workspace(cluster)
+    plain = program_workspace(cluster, "plain", "plain-preview", REPO / "bench" / "plain", "plain", {})
     seconds: dict[int, float] = {}
     plains: dict[int, tuple[int, float]] = {}
     try:
@@ -106,10 +106,10 @@ def preview_run(sizes: list[int], deployments: int, repeats: int,
             else:
                 fixture.grow(env, size)
             built = n
-            times, resources = _timed_previews(workspace, "migrated", repeats)
+            times, resources = timed_previews(workspace, "migrated", repeats)
             seconds[n] = min(times)
             plain.set_config("plain", "plain-preview:count", str(resources - 2))  # + the stack and its provider
-            plain_times, plain_resources = _timed_previews(plain, "plain", repeats)
+            plain_times, plain_resources = timed_previews(plain, "plain", repeats)
             plains[n] = (plain_resources, min(plain_times))
             log(f"  [preview] {n} namespaces x {deployments} Deployments: {seconds[n]:.1f}s for {resources} "
                 f"resources (runs: {', '.join(f'{t:.1f}' for t in times)}); plain preview of {plain_resources}: "
@@ -119,19 +119,22 @@ def preview_run(sizes: list[int], deployments: int, repeats: int,
         cluster.down(purge=True)
 
 
-def _plain_workspace(cluster: Cluster) -> Workspace:
-    """A project beside the cluster's that runs bench/plain, with one stack, `plain`."""
-    plain = Workspace(cluster, "plain")
-    plain.dir.mkdir(parents=True, exist_ok=True)
-    project = {"name": "plain-preview", "main": os.path.relpath(REPO / "bench" / "plain", plain.dir),
-               "runtime": {"name": "python", "options": {"virtualenv": str(REPO / ".venv")}}}
-    (plain.dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-    (plain.dir / "Pulumi.plain.yaml").write_text(yaml.safe_dump({"config": {}}))
-    plain.init("plain")
-    return plain
+def program_workspace(cluster: Cluster, directory: str, project: str, program: Path, stack: str,
+                      config: dict[str, str]) -> Workspace:
+    """A project beside the cluster's (in its directory `directory`) that runs program, a bench program of this
+    repository, with one stack and its config."""
+    workspace = Workspace(cluster, directory)
+    workspace.dir.mkdir(parents=True, exist_ok=True)
+    (cluster.dir / "pulumi").mkdir(exist_ok=True)
+    settings = {"name": project, "main": os.path.relpath(program, workspace.dir),
+                "runtime": {"name": "python", "options": {"virtualenv": str(REPO / ".venv")}}}
+    (workspace.dir / "Pulumi.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    (workspace.dir / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": config}))
+    workspace.init(stack)
+    return workspace
 
 
-def _timed_previews(workspace: Workspace, stack: str, repeats: int) -> tuple[list[float], int]:
+def timed_previews(workspace: Workspace, stack: str, repeats: int) -> tuple[list[float], int]:
     """Seconds of each of repeats `pulumi preview --json`, and how many resources the preview planned."""
     times, summary = [], {}
     for _ in range(repeats):

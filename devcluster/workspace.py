@@ -80,4 +80,5 @@ class Workspace:
 
     def state_file(self, stack: str):
         """The stack's checkpoint in this cluster's file backend."""
-        return self.cluster.dir / "pulumi" / ".pulumi" / "stacks" / "kf-istio-migrate" / f"{stack}.json"
+        project = yaml.safe_load((self.dir / "Pulumi.yaml").read_text())["name"]
+        return self.cluster.dir / "pulumi" / ".pulumi" / "stacks" / project / f"{stack}.json"
