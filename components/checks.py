@@ -3,7 +3,6 @@ is removed. Each is one kubectl-driven Command bound to the stack's cluster."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from typing import Any, Mapping, Sequence
@@ -14,16 +13,9 @@ from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
 from components.rollouts import live_command
+from migration.args import ServingCheckArgs, TeardownArgs, VerificationArgs
 from migration.mesh import ObjectId
 from migration.target import KubeTarget
-
-
-@dataclasses.dataclass(frozen=True)
-class ServingCheckArgs:
-    validator: str
-    """The destination istiod's own ValidatingWebhookConfiguration."""
-    timeout_seconds: int
-    target: KubeTarget
 
 
 class ServingCheck(pulumi.ComponentResource):
@@ -39,23 +31,6 @@ class ServingCheck(pulumi.ComponentResource):
                   f"echo 'istiod never armed {args.validator}: is it serving?' >&2; exit 1")
         self.command = step(name, script, [args.validator], args.target, child_options(self, opts))
         self.register_outputs({"validator": args.validator})
-
-
-@dataclasses.dataclass(frozen=True)
-class VerificationArgs:
-    istiod_address: str
-    """The destination istiod."""
-    leaving: str
-    """The plane being left: no running pod in the cluster may still use it."""
-    target: KubeTarget
-    istioctl_version: str
-    """The destination plane's Istio version: its istioctl asks both planes which proxies they serve."""
-    istioctl: str | None
-    """That istioctl's configured path (kf-istio-migrate:istioctl), else istioctl-<version> or istioctl on PATH."""
-    timeout_seconds: int
-    """How long restarted pods' proxies get to connect to the destination before the gate fails."""
-    revisions: tuple[str, str]
-    """The istio.io/rev of the destination's istiods and of the leaving plane's."""
 
 
 def verification_script(args: VerificationArgs) -> str:
@@ -78,15 +53,6 @@ class Verification(pulumi.ComponentResource):
         self.command = step(name, script, [args.istiod_address, args.leaving], args.target,
                             child_options(self, opts), directory=str(REPO))
         self.register_outputs({"istiodAddress": args.istiod_address})
-
-
-@dataclasses.dataclass(frozen=True)
-class TeardownArgs:
-    objects: tuple[ObjectId, ...]
-    """The other control plane, in deletion order (never CRDs, CRs, the gateway or user namespaces)."""
-    target: KubeTarget
-    admitted_after: Mapping[str, Any] | None = None
-    """An object the API server must admit (a server-side dry run: nothing is created) before the step ends."""
 
 
 def admitted_script(target: KubeTarget, manifest: Mapping[str, Any], tries: int = 30) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 import pulumi
 
 from components import PACKAGE
 from components.objects import assigned_fields, child_options, declare, object_id
-from migration.mesh import ObjectId
+from migration.args import ControlPlaneArgs
 from migration.mesh import object_id as id_of
 
 # Dependency order: the namespace; identities, permissions and config together (a binding may name an account or a
@@ -29,22 +28,6 @@ def phase_of(obj: Mapping[str, Any]) -> int:
         if obj["kind"] in kinds:
             return index
     raise ValueError(f"no deployment phase for {obj['kind']} {obj['metadata']['name']}; add it to PHASES")
-
-
-@dataclasses.dataclass(frozen=True)
-class ControlPlaneArgs:
-    """A control plane as declared (rendered objects, marked and adapted by migration.decide) and where it goes."""
-
-    namespace: str
-    """The control plane's namespace (values.global.istioNamespace)."""
-    revision: str
-    """Its revision (`default` for the charm's install)."""
-    objects: tuple[Mapping[str, Any], ...]
-    """Objects other than CRDs, including the Namespace when this stack owns it and the CA Secret when copied."""
-    adopt: frozenset[ObjectId] = frozenset()
-    """Objects already on the cluster: imported (and taken over), not created."""
-    protect: bool = False
-    """Pulumi `protect` on every object: this stack refuses to delete or replace them (the migrated plane)."""
 
 
 class IstioControlPlane(pulumi.ComponentResource):

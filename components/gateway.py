@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
-from typing import Any, Mapping
 
 import pulumi
 
 from components import PACKAGE
 from components.commands import step
 from components.objects import assigned_fields, child_options, declare, object_id
+from migration.args import GatewayArgs
 from migration.marks import PURGE_SELECTOR_LABEL
 from migration.mesh import ObjectId
 from migration.mesh import object_id as id_of
 from migration.target import KubeTarget
-
-
-@dataclasses.dataclass(frozen=True)
-class GatewayArgs:
-    objects: tuple[Mapping[str, Any], ...]
-    """The gateway's objects as declared (migration.gateway, marked by migration.decide)."""
-    adopt: frozenset[ObjectId] = frozenset()
-    """Whole objects already on the cluster: imported (the legacy stack takes over the one it made)."""
-    patches: bool = False
-    """objects are server-side-apply patches of a gateway another owner made (never created, never deleted)."""
-    purge_proof: tuple[ObjectId, ...] = ()
-    """Deployments whose pod template loses the label `istioctl uninstall --purge` deletes pods by (a server-side
-    apply patch cannot remove a field another manager set, so a strategic-merge patch does it, first)."""
-    istiod_address: str = ""
-    """The istiod the gateway talks to (an output of the component)."""
-    target: KubeTarget | None = None
 
 
 def unlabel_pods_script(deployment: ObjectId, target: KubeTarget) -> str:

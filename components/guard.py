@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Mapping
-
 import pulumi
 
 from components import PACKAGE
 from components.objects import child_options, declare
-
-
-@dataclasses.dataclass(frozen=True)
-class GuardArgs:
-    policy: Mapping[str, Any]
-    binding: Mapping[str, Any]
+from migration.args import GuardArgs
 
 
 class Guard(pulumi.ComponentResource):

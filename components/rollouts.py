@@ -4,7 +4,6 @@ covers (migration.workloads decides which is which)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import sys
@@ -15,26 +14,9 @@ import pulumi
 from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
+from migration.args import RolloutsArgs, UnmanagedPodsArgs
 from migration.target import KubeTarget
 from migration.workloads import Workload
-
-
-@dataclasses.dataclass(frozen=True)
-class RolloutsArgs:
-    batches: tuple[tuple[Workload, ...], ...]
-    """The workloads of each command (migration.plan.rollout_batches)."""
-    strategy: str
-    """rolloutStrategy: how commands are named (`wave`: one for all; `workloads`: after their one workload; else
-    after the namespace) and whether each waits for the one before (`one-namespace-at-a-time`)."""
-    parallelism: int
-    """At most this many workloads move at once, over every command (a slot each: live.slots)."""
-    timeout_seconds: int
-    """Limit for each workload's rollout, and for each evicted pod's replacement to become Ready."""
-    istiod_address: str
-    """The destination istiod; part of every trigger, so a re-run restarts only when the target changes."""
-    leaving: str
-    """The istiod address of the plane being left: only workloads with pods still on it are moved."""
-    target: KubeTarget
 
 
 def live_command(module: str, target: KubeTarget, *args: str) -> str:
@@ -87,16 +69,6 @@ class Rollouts(pulumi.ComponentResource):
                 stdin=json.dumps(rollout_plan(batch), indent=1, sort_keys=True)))
         moved = rollout_plan([w for batch in args.batches for w in batch])
         self.register_outputs({"commands": len(self.commands), "workloads": moved})
-
-
-@dataclasses.dataclass(frozen=True)
-class UnmanagedPodsArgs:
-    policy: str
-    """`wait` or `evict` (`fail` never gets here: decide refuses first)."""
-    timeout_seconds: int
-    istiod_address: str
-    leaving: str
-    target: KubeTarget
 
 
 class UnmanagedPods(pulumi.ComponentResource):

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Mapping
-
 import pulumi
 
 from components import PACKAGE
 from components.objects import child_options, declare
-
-
-@dataclasses.dataclass(frozen=True)
-class WebhookSwitchArgs:
-    """The live default webhooks, already retargeted at the destination istiod and marked (migration.decide)."""
-
-    injector: Mapping[str, Any]
-    validator: Mapping[str, Any] | None
+from migration.args import WebhookSwitchArgs
 
 
 class WebhookSwitch(pulumi.ComponentResource):

@@ -1,1 +1,2 @@
-"""Pure configuration, rendering and planning for the namespace migration, plus the components that apply it."""
+"""Pure configuration, rendering and planning for the namespace migration, down to every component's Args
+(migration.args); components/ turns those into resources."""

@@ -12,14 +12,9 @@ import dataclasses
 import json
 from typing import Any, Mapping
 
-from components.checks import ServingCheckArgs, TeardownArgs, VerificationArgs
-from components.control_plane import ControlPlaneArgs
-from components.crds import IstioCrdsArgs
-from components.gateway import GatewayArgs
-from components.guard import GuardArgs
-from components.rollouts import RolloutsArgs, UnmanagedPodsArgs
-from components.webhook_switch import WebhookSwitchArgs
 from migration import guard, istioctls, plan, render, versions
+from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, IstioCrdsArgs, RolloutsArgs, ServingCheckArgs,
+                            TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof

@@ -10,6 +10,7 @@ import shlex
 import pytest
 
 from migration import plan
+from migration.args import RolloutsArgs
 from migration.decide import decide
 from migration.target import KubeTarget
 from migration.workloads import Workload, moves, needs_move, offenders, owner, slim
@@ -158,7 +159,7 @@ def test_preview_shows_the_work():
 
 
 def test_one_process_restarts_some_and_evicts_others_named_on_its_standard_input():
-    from components.rollouts import RolloutsArgs, rollout_plan, rollout_script
+    from components.rollouts import rollout_plan, rollout_script
     from live.rollout import plan_workloads
     target = KubeTarget("/k", "ctx", "https://x")
     batch = (Workload("ns", "Deployment", "web"), Workload("ns", "StatefulSet", "db"),

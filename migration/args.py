@@ -1,0 +1,136 @@
+"""What each component is given, as plain data: migration.decide fills every Args, and the component of the same
+name in components/ turns it into resources. Listed in phase order."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from migration.mesh import ObjectId
+from migration.target import KubeTarget
+from migration.workloads import Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class IstioCrdsArgs:
+    """Which CRDs exist and how this stack comes to own them."""
+
+    crds: tuple[Mapping[str, Any], ...]
+    """The CRDs as declared: rendered, with the live labels and annotations merged in (migration.decide)."""
+    adopt: frozenset[str]
+    """Names of the CRDs to import (those already on the cluster); the others are created."""
+    as_they_stand: frozenset[str] = frozenset()
+    """Names of the adopted CRDs declared exactly as they are on the cluster: importing them writes nothing there."""
+
+    @property
+    def change_the_cluster(self) -> bool:
+        """Some CRD is created or gets a new schema, which the control plane must wait for."""
+        return {c["metadata"]["name"] for c in self.crds} != self.as_they_stand
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlPlaneArgs:
+    """A control plane as declared (rendered objects, marked and adapted by migration.decide) and where it goes."""
+
+    namespace: str
+    """The control plane's namespace (values.global.istioNamespace)."""
+    revision: str
+    """Its revision (`default` for the charm's install)."""
+    objects: tuple[Mapping[str, Any], ...]
+    """Objects other than CRDs, including the Namespace when this stack owns it and the CA Secret when copied."""
+    adopt: frozenset[ObjectId] = frozenset()
+    """Objects already on the cluster: imported (and taken over), not created."""
+    protect: bool = False
+    """Pulumi `protect` on every object: this stack refuses to delete or replace them (the migrated plane)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingCheckArgs:
+    validator: str
+    """The destination istiod's own ValidatingWebhookConfiguration."""
+    timeout_seconds: int
+    target: KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookSwitchArgs:
+    """The live default webhooks, already retargeted at the destination istiod and marked (migration.decide)."""
+
+    injector: Mapping[str, Any]
+    validator: Mapping[str, Any] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class GatewayArgs:
+    objects: tuple[Mapping[str, Any], ...]
+    """The gateway's objects as declared (migration.gateway, marked by migration.decide)."""
+    adopt: frozenset[ObjectId] = frozenset()
+    """Whole objects already on the cluster: imported (the legacy stack takes over the one it made)."""
+    patches: bool = False
+    """objects are server-side-apply patches of a gateway another owner made (never created, never deleted)."""
+    purge_proof: tuple[ObjectId, ...] = ()
+    """Deployments whose pod template loses the label `istioctl uninstall --purge` deletes pods by (a server-side
+    apply patch cannot remove a field another manager set, so a strategic-merge patch does it, first)."""
+    istiod_address: str = ""
+    """The istiod the gateway talks to (an output of the component)."""
+    target: KubeTarget | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutsArgs:
+    batches: tuple[tuple[Workload, ...], ...]
+    """The workloads of each command (migration.plan.rollout_batches)."""
+    strategy: str
+    """rolloutStrategy: how commands are named (`wave`: one for all; `workloads`: after their one workload; else
+    after the namespace) and whether each waits for the one before (`one-namespace-at-a-time`)."""
+    parallelism: int
+    """At most this many workloads move at once, over every command (a slot each: live.slots)."""
+    timeout_seconds: int
+    """Limit for each workload's rollout, and for each evicted pod's replacement to become Ready."""
+    istiod_address: str
+    """The destination istiod; part of every trigger, so a re-run restarts only when the target changes."""
+    leaving: str
+    """The istiod address of the plane being left: only workloads with pods still on it are moved."""
+    target: KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
+class UnmanagedPodsArgs:
+    policy: str
+    """`wait` or `evict` (`fail` never gets here: decide refuses first)."""
+    timeout_seconds: int
+    istiod_address: str
+    leaving: str
+    target: KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
+class VerificationArgs:
+    istiod_address: str
+    """The destination istiod."""
+    leaving: str
+    """The plane being left: no running pod in the cluster may still use it."""
+    target: KubeTarget
+    istioctl_version: str
+    """The destination plane's Istio version: its istioctl asks both planes which proxies they serve."""
+    istioctl: str | None
+    """That istioctl's configured path (kf-istio-migrate:istioctl), else istioctl-<version> or istioctl on PATH."""
+    timeout_seconds: int
+    """How long restarted pods' proxies get to connect to the destination before the gate fails."""
+    revisions: tuple[str, str]
+    """The istio.io/rev of the destination's istiods and of the leaving plane's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TeardownArgs:
+    objects: tuple[ObjectId, ...]
+    """The other control plane, in deletion order (never CRDs, CRs, the gateway or user namespaces)."""
+    target: KubeTarget
+    admitted_after: Mapping[str, Any] | None = None
+    """An object the API server must admit (a server-side dry run: nothing is created) before the step ends."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardArgs:
+    policy: Mapping[str, Any]
+    binding: Mapping[str, Any]
