@@ -1,4 +1,4 @@
-"""python -m bench.crd_state: what holding the Istio CRDs costs a stack, three ways (#15, "small state").
+"""python -m bench.crd_state: what holding the Istio CRDs costs a stack, three ways.
 
 On a fresh embedded cluster with the charm's Istio installed (demo.fixture, one profile), one stack per way of
 holding the 15 CRDs (bench/crd_state_program: imported whole as the migration does, imported with `ignoreChanges:

@@ -4,8 +4,8 @@ pod-delete.stage.kwok.x-k8s.io/delay, else 1 s, as kwok's own `pod-delete` stage
 
 kwok v0.8.0's `pod-delete` stage deletes by name alone (pkg/kwok/controllers/pod_controller.go, deleteResource) and
 retries a delete that failed, so under load a stale delete meant for one StatefulSet pod hit its successor of the
-same name, whose own delete hit the next: pod 0 of every StatefulSet was recreated every ~7 s for minutes (issue #15,
-bench at rolloutParallelism 50), and the in-use gate waited on proxies that kept restarting. The kubelet deletes
+same name, whose own delete hit the next: pod 0 of every StatefulSet was recreated every ~7 s for minutes (a
+bench wave at rolloutParallelism 50), and the in-use gate waited on proxies that kept restarting. The kubelet deletes
 with the UID as precondition for this very reason (kubernetes/kubernetes#25224). So the embedded cluster runs kwok
 without that stage (devcluster.cluster.Cluster._kwok_stages) and this process in its place.
 
@@ -29,7 +29,7 @@ from kubernetes.watch.watch import iter_resp_lines
 DELAY_ANNOTATION = "pod-delete.stage.kwok.x-k8s.io/delay"
 DEFAULT_DELAY_S = 1.0
 # Deletes at once, as a kubelet's pod workers finish pods side by side: one at a time (~150 ms each on the loaded
-# 2-core machine) fell 25 s behind during a bench wave (#15, session 13), so StatefulSets waited on it.
+# 2-core machine) fell 25 s behind during a bench wave (2026-12-05, d3f5402), so StatefulSets waited on it.
 DELETERS = 8
 _GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

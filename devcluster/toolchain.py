@@ -58,7 +58,7 @@ def let_children_be_interrupted() -> None:
     """Undo an inherited "ignore SIGINT" before starting tools. A shell starts background jobs (`cmd &`, nohup'd
     scripts, some CI runners) with SIGINT ignored, and every child inherits that; the Pulumi CLI stops each plugin
     (language host, providers) with SIGINT and kills it only after waiting 5 s, so every pulumi command took ~5 s
-    longer (a 64-resource preview 6.3 s instead of 1.5 s, docs/benchmarks.md session 14). A Python handler is reset
+    longer (a 64-resource preview 6.3 s instead of 1.5 s, docs/benchmarks.md, 2026-12-05). A Python handler is reset
     to the default in exec'd children. Call it from the main thread of an entry point; elsewhere it does nothing."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -20,7 +20,7 @@ from migration.workloads import proxy_address
 from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects,
                            ingress_objects, new_pods_get, nothing_lost, one_injector_throughout, purged, run)
 
-SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the Kubeflow-like minimum
+SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
 CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
           "Istio CRs identical (spec, labels, annotations)",

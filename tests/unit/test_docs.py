@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -38,3 +39,39 @@ def test_every_config_key_is_in_the_readme_reference():
     from migration.config import KEYS
     text = (REPO / "README.md").read_text()
     assert not [key for key in KEYS if f"| `{key}` |" not in text], "README's configuration table misses keys"
+
+
+# Words about how the project was made, not about the project: a sitting of work ("session 12"), an issue number of
+# our own tracker ("#15"; an upstream reference such as kubernetes/kubernetes#25224 names its repository and stays).
+MAKING_OF = re.compile(r"\bsessions? ?-?\d|(?<![\w/.-])#\d+\b|\bissue #?\d", re.I)
+THIS_FILE = "tests/unit/test_docs.py"  # it spells the words out to test the pattern
+
+
+def tracked_text_files():
+    """(path, text) of every tracked file that is text (binary files, such as PNGs and gzipped renders, are skipped)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
+    for name in listed.decode().split("\0"):
+        path = REPO / name
+        if not name or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"\0" in data:
+            continue
+        try:
+            yield name, data.decode()
+        except UnicodeDecodeError:
+            continue
+
+
+def test_the_project_speaks_only_of_itself():
+    found = [f"{name}:{number}: {line.strip()[:100]}"
+             for name, text in tracked_text_files() if name != THIS_FILE
+             for number, line in enumerate(text.splitlines(), 1) if MAKING_OF.search(line)]
+    assert not found, "say why in the project's own words (a date and commit for a measurement):\n" + "\n".join(found)
+
+
+def test_making_of_words_are_recognised():
+    assert MAKING_OF.search("measured in session 14") and MAKING_OF.search("(#15, small state)")
+    assert MAKING_OF.search("issue #12") and MAKING_OF.search("bench-results-session12.json")
+    assert not MAKING_OF.search("deletes by UID (kubernetes/kubernetes#25224)")
+    assert not MAKING_OF.search("start_new_session=True") and not MAKING_OF.search('color="#1f77b4"')
