@@ -80,10 +80,10 @@ def declare(d: Decisions) -> None:
         # CRDs adopted as they stand: importing them writes nothing on the cluster, so they need not come first, and
         # they are costly: the engine turns each import into steps one at a time, and the program (de)serializes
         # each ~100 KB CRD on its one thread. Imported beside istiod's start or right after the switch they held up
-        # the webhooks, the switch or the rollout command's registration by ~5 s on the bench (docs/benchmarks.md, 2026-12-04). So they
-        # come once the check of pods no workload covers is done: that command and the rollouts start together and
-        # it ends first, so the imports run while the workloads roll. With no switch (the legacy stack, a
-        # rollback), they come while istiod starts.
+        # the webhooks, the switch or the rollout command's registration by ~5 s on the bench (docs/benchmarks.md,
+        # 2026-12-04). So they come once the check of pods no workload covers is done: that command and the
+        # rollouts start together and it ends first, so the imports run while the workloads roll. With no switch
+        # (the legacy stack, a rollback), they come while istiod starts.
         crds = IstioCrds("istio-crds", d.crds, on_cluster(
             *lifted, *([unmanaged] if d.steps else control_plane.istiod_prerequisites)))
     if d.steps:
