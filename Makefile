@@ -1,4 +1,5 @@
 # The two commands a newcomer runs (README.md):  make demo   and   make test
+# make demo builds only the tools the demo runs; make test and make setup build every tool set.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 VENV := .venv
@@ -6,14 +7,15 @@ PY := $(VENV)/bin/python
 CLUSTER ?= dev
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.state/pulumi
 
-.PHONY: help setup toolchain venv demo test unit go-test bench faults cluster-up cluster-down cluster-status
+.PHONY: help setup toolchain venv demo-tools demo test unit go-test bench faults cluster-up cluster-down cluster-status
 
 help:
-	@echo "make demo    set everything up, start the embedded cluster, migrate legacy -> migrated, print the verification table"
+	@echo "make demo    set up what the demo runs, start the embedded cluster, migrate legacy -> migrated, print the verification table"
 	@echo "make test    set everything up and run the whole test suite (unit + integration on embedded clusters)"
 	@echo "make bench   benchmarks P1-P3 on fresh embedded clusters (about 40 min; .state/bench/results.json, timeline.png)"
 	@echo "make faults  the full fault suite (crash/resume at every kill point, rollback from every phase; about 1 h)"
-	@echo "make setup | unit | go-test | cluster-up | cluster-down | cluster-status"
+	@echo "make setup   every tool set (make demo builds the demo's alone; the rest is built on first use)"
+	@echo "make unit | go-test | cluster-up | cluster-down | cluster-status"
 
 setup: venv toolchain
 
@@ -24,9 +26,13 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 toolchain:
-	tools/build-toolchain.sh >/dev/null
+	tools/build-toolchain.sh all >/dev/null
 
-demo: setup
+# What every embedded cluster runs; the version-jump tests' second Istio minor is built on first use or by setup.
+demo-tools: venv
+	tools/build-toolchain.sh demo >/dev/null
+
+demo: demo-tools
 	$(PY) -m demo
 
 # Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
@@ -41,7 +47,7 @@ go-test:
 	cd tools/go/langhost && go test ./...
 	tools/build-toolchain.sh --go-test-istio
 
-bench: setup
+bench: demo-tools
 	$(PY) -m bench
 
 faults: setup
@@ -51,7 +57,7 @@ faults: setup
 unit: venv
 	$(PY) -m pytest tests/unit
 
-cluster-up: setup
+cluster-up: demo-tools
 	$(PY) -m devcluster up --name $(CLUSTER)
 
 cluster-down: venv

@@ -62,9 +62,8 @@ class Cluster:
     # ---- public API -----------------------------------------------------------------------------------------
     def up(self, timeout: float = 120) -> None:
         """Start every component not already running, then wait until nodes are Ready and pods can be created."""
-        for name in [*(n for n in COMPONENTS if n not in PYTHON_COMPONENTS), "pilot-discovery",
-                     f"pilot-discovery-{toolchain.pins()['ISTIO_NEXT_VERSION']}"]:
-            toolchain.binary(name)  # fails first, naming `make setup`, when the toolchain is not built
+        for name in [*(n for n in COMPONENTS if n not in PYTHON_COMPONENTS), "pilot-discovery"]:
+            toolchain.binary(name)  # fails first, naming the command, when the demo's tools are not built
         self._prepare()
         starters = {
             "etcd": self._start_etcd, "kube-apiserver": self._start_apiserver, "forward": self._start_forward,

@@ -74,11 +74,15 @@ def discovery_args(container: client.V1Container, pod_ip: str, kubeconfig: pathl
 
 def binary_for(image: str) -> pathlib.Path:
     """The pilot-discovery of the image's Istio build, as the cluster would pull it: the pinned build for its version
-    (or an untagged development image), `pilot-discovery-<version>` for the toolchain's other build; no other."""
-    build = build_of(image)
-    if build.minor is None or build.version == toolchain.pins()["ISTIO_VERSION"]:
+    (or an untagged development image), `pilot-discovery-<version>` of the toolchain's second minor (built on first
+    use); no other."""
+    build, pins = build_of(image), toolchain.pins()
+    if build.minor is None or build.version == pins["ISTIO_VERSION"]:
         return toolchain.binary("pilot-discovery")
-    return toolchain.binary(f"pilot-discovery-{build.version}")
+    if build.version == pins["ISTIO_NEXT_VERSION"]:
+        return toolchain.binary(f"pilot-discovery-{build.version}", toolset="istio-next")
+    raise toolchain.ToolchainMissing(f"no pilot-discovery of Istio {build.version} in the toolchain (it builds "
+                                     f"{pins['ISTIO_VERSION']} and {pins['ISTIO_NEXT_VERSION']}): {image}")
 
 
 def istiod_ready(pod_ip: str) -> bool:

@@ -1,4 +1,5 @@
-"""Where the pinned toolchain lives, and a clear failure when it has not been built."""
+"""Where the pinned toolchain lives, building a tool set that only some features use the first time one needs it,
+and a clear failure naming the command that builds what is missing."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import threading
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build-toolchain.sh"
 VENV_BIN = REPO / ".venv" / "bin"
-SETUP_HINT = "run `make setup` (builds the pinned toolchain into the cache, about 25 minutes cold)"
+# What every embedded cluster, and so the demo, runs; `make demo` builds this set alone.
+DEMO_TOOLS = "demo"
+SETUP_HINT = ("run `make demo` (builds the demo's tools, about 20 minutes cold) or `make setup` (every tool) "
+              "to build the pinned toolchain into the cache")
 
 
 class ToolchainMissing(RuntimeError):
@@ -24,18 +29,52 @@ def pins() -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
+def _script(*args: str) -> str:
+    return subprocess.run([str(BUILD_SCRIPT), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def toolsets() -> dict[str, list[str]]:
+    """Each tool set the build script knows -> the binaries it installs (`tools/build-toolchain.sh --sets`)."""
+    lines = (line.split(":", 1) for line in _script("--sets").splitlines())
+    return {name: binaries.split() for name, binaries in lines}
+
+
+def _is_built(toolset: str) -> bool:
+    return (pathlib.Path(_script("--dir")).parent / f".complete-{toolset}").is_file()
+
+
 def bin_dir() -> pathlib.Path:
-    """The bin directory of the built toolchain for the current pins; raises ToolchainMissing if not built."""
-    out = subprocess.run([str(BUILD_SCRIPT), "--dir"], check=True, capture_output=True, text=True).stdout.strip()
-    path = pathlib.Path(out)
-    if not (path.parent / ".complete").is_file():
+    """The bin directory of the toolchain for the current pins, with the demo's tools built; raises
+    ToolchainMissing if they are not."""
+    path = pathlib.Path(_script("--dir"))
+    if not (path.parent / f".complete-{DEMO_TOOLS}").is_file():
         raise ToolchainMissing(f"the pinned toolchain is not built (expected {path}): {SETUP_HINT}")
     return path
 
 
-def binary(name: str) -> pathlib.Path:
-    """One toolchain binary (or kubectl from the project virtualenv); raises ToolchainMissing naming the fix."""
-    path = VENV_BIN / name if name == "kubectl" else bin_dir() / name
+def ensure(toolset: str) -> None:
+    """Build a tool set that only some features use (a second Istio minor, ...) the first time one of them needs it,
+    with the same pin-hash cache as the rest; raises ToolchainMissing naming the command if the build fails."""
+    if _is_built(toolset):
+        return
+    print(f"building the {toolset} tools on first use: tools/build-toolchain.sh {toolset}", file=sys.stderr,
+          flush=True)
+    built = subprocess.run([str(BUILD_SCRIPT), toolset], stdout=subprocess.DEVNULL)  # progress goes to stderr
+    if built.returncode != 0 or not _is_built(toolset):
+        raise ToolchainMissing(f"building the {toolset} tools failed (exit {built.returncode}): run "
+                               f"`tools/build-toolchain.sh {toolset}` and read the error it prints")
+
+
+def binary(name: str, toolset: str = DEMO_TOOLS) -> pathlib.Path:
+    """One toolchain binary of a tool set (or kubectl from the project virtualenv); a set other than the demo's is
+    built on first use. Raises ToolchainMissing naming the fix."""
+    if name == "kubectl":
+        path = VENV_BIN / name
+    elif toolset == DEMO_TOOLS:
+        path = bin_dir() / name
+    else:
+        ensure(toolset)
+        path = pathlib.Path(_script("--dir")) / name
     if not path.is_file():
         raise ToolchainMissing(f"{path} is missing: {SETUP_HINT}")
     return path

@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
-# Builds the pinned toolchain (tools/pins.env, tools/go/*) from Go modules into a cache outside the work tree.
+# Builds the pinned toolchain (tools/pins.env, tools/go/*) from Go modules into a cache outside the work tree, one
+# tool set at a time, so that each command builds only what it runs.
 #
-#   tools/build-toolchain.sh          build what is missing, print the bin directory
-#   tools/build-toolchain.sh --dir    print the bin directory this pin set builds into (builds nothing)
+#   tools/build-toolchain.sh [SET...]   build the named sets that are not built yet (default: demo), print bin/
+#   tools/build-toolchain.sh all        every set (make setup, make test)
+#   tools/build-toolchain.sh --dir      print the bin directory of this pin set (builds nothing)
+#   tools/build-toolchain.sh --sets     print each set and the binaries it installs
+#   tools/build-toolchain.sh --go-test-istio   run our Go tests in the istio wrapper module
+#
+# The sets:
+#   demo        what the demo, and so every embedded cluster, runs: the Pulumi CLI and plugins, the cluster's
+#               components, istioctl, pilot-discovery and our proxy simulator
+#   istio-next  a second Istio minor (istioctl-<v>, pilot-discovery-<v>), for the version-jump tests only
 #
 # The cache key is a hash of everything under tools/ that affects the binaries, so an unchanged pin set rebuilds
-# nothing and a changed one builds beside the old. KFISTIO_CACHE overrides the cache root.
+# nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
+# itself built with .complete-<set>. A build holds a lock on its pin set, so two test workers that need the same set
+# at once build it once. Each build records the wall and CPU seconds of every step in logs/times-<set>.tsv.
+# KFISTIO_CACHE overrides the cache root.
 set -euo pipefail
 
 tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=pins.env
 source "$tools/pins.env"
+
+SETS=(demo istio-next)
+declare -A SET_BINARIES=(
+  [demo]="pulumi pulumi-language-python pulumi-language-python-exec pulumi-resource-command pulumi-resource-kubernetes
+          kube-apiserver kube-controller-manager kube-scheduler etcd kwok istioctl pilot-discovery proxysim"
+  [istio-next]="istioctl-$ISTIO_NEXT_VERSION pilot-discovery-$ISTIO_NEXT_VERSION"
+)
 
 # Go test files are left out: they do not change a binary (`make go-test` runs them).
 pin_hash=$(cd "$tools" && find pins.env build-toolchain.sh go patches -type f ! -name '*_test.go' \
@@ -32,6 +51,27 @@ writable_copy() {
   chmod -R u+w "$2"
 }
 
+# cpu_now VAR: the user + system CPU seconds of this shell's finished children, into VAR. bash's `times` is read in
+# this shell and written to a file: in a command substitution's subshell the counts would start again at zero.
+cpu_now() {
+  local m1 s1 m2 s2 file=$work/logs/.times.$BASHPID
+  times >"$file"
+  read -r m1 s1 m2 s2 < <(sed -n '2s/[ms]/ /gp' "$file")
+  printf -v "$1" '%s' "$(echo "$m1 * 60 + $s1 + $m2 * 60 + $s2" | bc)"
+}
+
+# timed NAME COMMAND...: run COMMAND, append "NAME<TAB>wall s<TAB>CPU s" to the set's times file.
+timed() {
+  local name=$1 t0 c0 c1
+  shift
+  t0=$(date +%s.%N)
+  cpu_now c0
+  "$@"
+  cpu_now c1
+  printf '%s\t%.1f\t%.1f\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc)" "$(echo "$c1 - $c0" | bc)" \
+    >>"$work/logs/times.tsv"
+}
+
 # build TOOL_DIR LDFLAGS OUTPUT PACKAGE...: go build packages of one wrapper module into OUTPUT (bin/ or a file).
 build() {
   local dir=$1 ldflags=$2 output=$3
@@ -41,7 +81,7 @@ build() {
       >"$work/logs/$dir.log" 2>&1; then
     tail -n 30 "$work/logs/$dir.log" >&2
     echo "build-toolchain: building $dir failed; full log: $work/logs/$dir.log" >&2
-    exit 1
+    return 1
   fi
 }
 
@@ -54,6 +94,146 @@ istio_source() {
   (cd "$1" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
 }
 
+istio_ldflags() {
+  echo "-X istio.io/istio/pkg/version.buildVersion=$1 -X istio.io/istio/pkg/version.buildGitRevision=${2##*-} \
+    -X istio.io/istio/pkg/version.buildStatus=Clean"
+}
+
+# download DIR...: every module the wrapper modules DIR... need, all at once, so that no build waits on the network.
+download() {
+  local dir pids=()
+  for dir in "$@"; do
+    (cd "$work/$dir" && go mod download) &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+}
+
+# lanes "STEP STEP..." "STEP...": run two lists of build steps side by side, each list in order. One `go build` keeps
+# two cores busy only while it compiles; its link, and the packages a large binary waits on, leave one idle.
+lanes() {
+  local lane pids=() failed=0
+  for lane in "$@"; do
+    (for step in $lane; do timed "$step" "build_$step" || exit 1; done) &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return $failed
+}
+
+build_pulumi() {
+  build pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" "$work/bin/" \
+    github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+}
+build_langhost() {
+  build langhost "-X main.version=$PULUMI_VERSION" "$work/bin/pulumi-language-python" .
+  install -m 0755 "$(module_dir "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_VERSION")/python/cmd/pulumi-language-python-exec" "$work/bin/"
+}
+build_command-provider() {
+  build command-provider "-X main.version=$COMMAND_PROVIDER_VERSION" "$work/bin/pulumi-resource-command" .
+}
+build_kubernetes-provider() {
+  build kubernetes-provider \
+    "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION" "$work/bin/" \
+    github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes
+}
+build_kubernetes() {
+  local k8s_minor k8s_ldflags="" pkg
+  k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    k8s_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
+    k8s_ldflags+=" -X $pkg.gitTreeState=clean"
+  done
+  build kubernetes "$k8s_ldflags" "$work/bin/" k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+}
+build_etcd() { build etcd "" "$work/bin/etcd" .; }
+build_kwok() { build kwok "" "$work/bin/" sigs.k8s.io/kwok/cmd/kwok; }
+# proxysim (tools/go/istio/proxysim): our proxy simulator, built from the pinned Istio module's ADS and CA clients.
+build_istio() {
+  build istio "$(istio_ldflags "$ISTIO_VERSION" "$ISTIO_MODULE")" "$work/bin/" \
+    istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery ./proxysim
+}
+# The second build is named by its version (istioctl-1.31-dev): what the program looks for on PATH.
+build_istio-next() {
+  local tool
+  build istio-next "$(istio_ldflags "$ISTIO_NEXT_VERSION" "$ISTIO_NEXT_MODULE")" "$work/istio-next/bin/" \
+    istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
+  for tool in istioctl pilot-discovery; do
+    mv "$work/istio-next/bin/$tool" "$work/bin/$tool-$ISTIO_NEXT_VERSION"
+  done
+}
+
+set_demo() {
+  timed "sources and modules" demo_sources_and_modules
+  # The two longest builds (pulumi, kubernetes) start first, one per lane; the lanes end within a minute or two.
+  lanes "pulumi kubernetes-provider langhost command-provider" "kubernetes istio etcd kwok"
+  kwok_share
+}
+# The provider's embeds are generated (a go run) while the other modules download.
+demo_sources_and_modules() {
+  local provider_src=$work/kubernetes-provider/provider-src
+  istio_source "$work/istio/istio-src" "$ISTIO_MODULE"
+  (say "preparing pulumi-kubernetes provider source ($KUBERNETES_PROVIDER_MODULE) with its generated embeds"
+   writable_copy "github.com/pulumi/pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE" "$provider_src"
+   cd "$provider_src/cmd/pulumi-resource-kubernetes" && VERSION=$KUBERNETES_PROVIDER_VERSION go run ./generate.go
+   download kubernetes-provider) &
+  local provider=$!
+  download pulumi langhost command-provider kubernetes etcd kwok istio
+  wait "$provider"
+}
+# kwok simulates node and pod lifecycles from Stage objects: take upstream's own stage sets from the pinned module
+# (the ones kwokctl uses by default), in the order their kustomization.yaml lists them, and its PortForward CRD
+# (per-pod port-forward rules, what `istioctl proxy-status` needs to reach each istiod).
+kwok_share() {
+  local kwok_src set file
+  kwok_src=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
+  mkdir -p "$out/share"
+  for set in node/fast node/heartbeat-with-lease pod/general; do
+    for file in $(sed -n 's/^- //p' "$kwok_src/kustomize/stage/$set/kustomization.yaml"); do
+      printf -- '---\n'
+      cat "$kwok_src/kustomize/stage/$set/$file"
+    done
+  done >"$out/share/kwok-stages.yaml"
+  cp "$kwok_src/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$out/share/kwok-portforward-crd.yaml"
+}
+
+set_istio-next() {
+  timed "sources and modules" istio_next_sources_and_modules
+  lanes "istio-next"
+}
+istio_next_sources_and_modules() {
+  istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
+  download istio-next
+}
+
+# build_set SET: build one set into $out unless it is built; under the pin set's lock.
+build_set() {
+  local set=$1 name
+  [[ -f $out/.complete-$set ]] && return 0
+  work=$cache/build/$pin_hash-$set
+  rm -rf "$work"
+  mkdir -p "$work/bin" "$work/logs" "$out/bin" "$out/logs"
+  cp -r "$tools/go/." "$work/"
+  local set_started set_cpu set_cpu_end
+  set_started=$(date +%s)
+  cpu_now set_cpu
+  say "building the $set tools (module cache: $(go env GOMODCACHE))"
+  "set_$set"
+  for name in ${SET_BINARIES[$set]}; do
+    [[ -x $work/bin/$name ]] || { echo "build-toolchain: the $set build made no $name" >&2; return 1; }
+  done
+  cpu_now set_cpu_end
+  printf 'total\t%s\t%.1f\n' "$(($(date +%s) - set_started))" "$(echo "$set_cpu_end - $set_cpu" | bc)" \
+    >>"$work/logs/times.tsv"
+  mv "$work/bin/"* "$out/bin/"
+  for name in "$work/logs/"*; do mv "$name" "$out/logs/$(basename "${name%.*}")-$set.${name##*.}"; done
+  touch "$out/.complete-$set"
+  rm -rf "$work"
+  say "built the $set tools: step, wall s, CPU s"
+  column -t -s $'\t' "$out/logs/times-$set.tsv" >&2
+}
+
 # `--go-test-istio`: the Go tests of our code in the istio wrapper module (proxysim), against the pinned, patched
 # Istio source, kept beside the toolchain (per Istio module and patch) so only the first run copies it.
 if [[ ${1:-} == --go-test-istio ]]; then
@@ -64,86 +244,23 @@ if [[ ${1:-} == --go-test-istio ]]; then
   cp -r "$tools/go/istio/." "$src/istio/"
   cd "$src/istio" && exec go test ./proxysim/...
 fi
+case ${1:-} in
+  --dir) echo "$out/bin"; exit 0 ;;
+  --sets) for set in "${SETS[@]}"; do echo "$set:" ${SET_BINARIES[$set]}; done; exit 0 ;;
+esac
 
-if [[ ${1:-} == --dir ]]; then
-  echo "$out/bin"
-  exit 0
+wanted=("${@:-demo}")
+[[ ${wanted[*]} == all ]] && wanted=("${SETS[@]}")
+for set in "${wanted[@]}"; do
+  [[ -n ${SET_BINARIES[$set]+x} ]] || { echo "build-toolchain: no tool set '$set' (sets: ${SETS[*]} all)" >&2; exit 2; }
+done
+missing=()
+for set in "${wanted[@]}"; do [[ -f $out/.complete-$set ]] || missing+=("$set"); done
+if ((${#missing[@]})); then
+  command -v go >/dev/null || { echo "build-toolchain: 'go' is not on PATH; install Go >= 1.26 first" >&2; exit 1; }
+  mkdir -p "$cache/toolchain"
+  exec 9>"$out.lock"
+  flock 9  # another build of this pin set (a second test worker) finishes first; its sets are then skipped
+  for set in "${missing[@]}"; do build_set "$set"; done
 fi
-if [[ -f $out/.complete ]]; then
-  echo "$out/bin"
-  exit 0
-fi
-command -v go >/dev/null || { echo "build-toolchain: 'go' is not on PATH; install Go >= 1.26 first" >&2; exit 1; }
-
-work=$cache/build/$pin_hash
-rm -rf "$work"
-mkdir -p "$work/bin" "$work/share" "$work/logs"
-cp -r "$tools/go/." "$work/"
-
-say "downloading modules (cache: $(go env GOMODCACHE))"
-for dir in pulumi langhost command-provider kubernetes etcd kwok; do
-  (cd "$work/$dir" && go mod download) &
-done
-wait
-
-istio_source "$work/istio/istio-src" "$ISTIO_MODULE"
-istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
-
-say "preparing pulumi-kubernetes provider source ($KUBERNETES_PROVIDER_MODULE) with its generated embeds"
-provider_src=$work/kubernetes-provider/provider-src
-writable_copy "github.com/pulumi/pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE" "$provider_src"
-(cd "$provider_src/cmd/pulumi-resource-kubernetes" && VERSION=$KUBERNETES_PROVIDER_VERSION go run ./generate.go)
-
-build pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" "$work/bin/" \
-  github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
-build langhost "-X main.version=$PULUMI_VERSION" "$work/bin/pulumi-language-python" .
-install -m 0755 "$(module_dir "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_VERSION")/python/cmd/pulumi-language-python-exec" "$work/bin/"
-build command-provider "-X main.version=$COMMAND_PROVIDER_VERSION" "$work/bin/pulumi-resource-command" .
-build kubernetes-provider \
-  "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION" "$work/bin/" \
-  github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes
-
-k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
-k8s_ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-  k8s_ldflags+=" -X $pkg.gitTreeState=clean"
-done
-build kubernetes "$k8s_ldflags" "$work/bin/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler
-build etcd "" "$work/bin/etcd" .
-build kwok "" "$work/bin/" sigs.k8s.io/kwok/cmd/kwok
-istio_ldflags() {
-  echo "-X istio.io/istio/pkg/version.buildVersion=$1 -X istio.io/istio/pkg/version.buildGitRevision=${2##*-} \
-    -X istio.io/istio/pkg/version.buildStatus=Clean"
-}
-# proxysim (tools/go/istio/proxysim): our proxy simulator, built from the pinned Istio module's ADS and CA clients.
-build istio "$(istio_ldflags "$ISTIO_VERSION" "$ISTIO_MODULE")" "$work/bin/" \
-  istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery ./proxysim
-# The second build is named by its version (istioctl-1.31-dev): what the program looks for on PATH.
-build istio-next "$(istio_ldflags "$ISTIO_NEXT_VERSION" "$ISTIO_NEXT_MODULE")" "$work/istio-next/bin/" \
-  istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
-for tool in istioctl pilot-discovery; do
-  mv "$work/istio-next/bin/$tool" "$work/bin/$tool-$ISTIO_NEXT_VERSION"
-done
-
-# kwok simulates node and pod lifecycles from Stage objects: take upstream's own stage sets from the pinned module
-# (the ones kwokctl uses by default), in the order their kustomization.yaml lists them.
-kwok_stages=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")/kustomize/stage
-for set in node/fast node/heartbeat-with-lease pod/general; do
-  for file in $(sed -n 's/^- //p' "$kwok_stages/$set/kustomization.yaml"); do
-    printf -- '---\n'
-    cat "$kwok_stages/$set/$file"
-  done
-done >"$work/share/kwok-stages.yaml"
-# kwok's PortForward CRD (per-pod port-forward rules, what `istioctl proxy-status` needs to reach each istiod).
-cp "$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" \
-  "$work/share/kwok-portforward-crd.yaml"
-
-rm -rf "$out"
-mkdir -p "$out"
-mv "$work/bin" "$work/share" "$work/logs" "$out/"
-echo "built in $(($(date +%s) - started))s on $(nproc) cores" >"$out/.complete"
-rm -rf "$work"
-say "done: $out/bin"
 echo "$out/bin"

@@ -11,6 +11,7 @@ import yaml
 
 from demo import fixture
 from demo.observe import kubectl_json
+from devcluster import toolchain
 from tests.faults.harness import DEFAULT_INJECTOR
 from tests.support import fingerprint, fresh_workspace, purged, run
 
@@ -57,6 +58,8 @@ def no_injection_path(env):
          for i in range(len(kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]))])]
 
 
+NEXT_MINOR_ISTIOCTL = "istioctl-1.31-dev"  # a real istioctl of another version: the toolchain's second minor
+
 # (case, config overrides (None drops the key), cluster objects to create first, expected message)
 CASES = [
     ("target equals source", {"targetNamespace": "kubeflow"}, None, "must differ from sourceNamespace"),
@@ -72,7 +75,7 @@ CASES = [
      "no istioctl 1.32-dev found (this plane runs Istio 1.32-dev): install istioctl 1.32-dev"),
     ("the live version's istioctl missing", {"istioctl": {"1.30-dev": "/opt/istio-1.30/bin/istioctl"}}, None,
      "/opt/istio-1.30/bin/istioctl does not run as istioctl"),
-    ("istioctl of another version than its config says", {"istioctl": "istioctl-1.31-dev"}, None,
+    ("istioctl of another version than its config says", {"istioctl": NEXT_MINOR_ISTIOCTL}, None,
      "kf-istio-migrate:istioctl istioctl-1.31-dev is istioctl 1.31-dev, but this plane runs Istio 1.30-dev"),
     ("gateway moved", {"gatewayNamespace": "istio-system"}, None, "moving the gateway changes its identity"),
     ("parallelism zero", {"rolloutParallelism": "0"}, None, "rolloutParallelism = '0': must be a positive"),
@@ -95,6 +98,8 @@ CASES = [
 
 @pytest.mark.parametrize("case,overrides,setup,message", CASES, ids=[c[0] for c in CASES])
 def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
+    if overrides.get("istioctl") == NEXT_MINOR_ISTIOCTL:
+        toolchain.ensure("istio-next")  # built on first use
     workspace, env = mesh, mesh.env
     config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
     for key, value in overrides.items():

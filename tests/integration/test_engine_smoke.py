@@ -50,5 +50,5 @@ def test_versions_are_the_pins(cluster):
 
 
 def test_missing_binary_names_the_fix():
-    with pytest.raises(toolchain.ToolchainMissing, match=r"run `make setup`"):
+    with pytest.raises(toolchain.ToolchainMissing, match=r"run `make demo` .* or `make setup`"):
         toolchain.binary("pulumi-resource-not-built")

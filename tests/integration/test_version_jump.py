@@ -15,6 +15,7 @@ import pytest
 
 from demo import fixture
 from demo.observe import kubectl_json, snapshot
+from devcluster import toolchain
 from devcluster.toolchain import pins
 from migration import render
 from migration.versions import build_of, istiod_image
@@ -70,6 +71,7 @@ def live_crd_versions(env) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def mesh():
+    toolchain.ensure("istio-next")  # the second minor's istioctl and pilot-discovery, built on first use
     with purged(fresh_workspace("jump", targetVersion=NEXT)) as workspace:
         fixture.build(workspace.env, SIZE)
         env = workspace.env
