@@ -1,4 +1,5 @@
-"""The migration timeline as a PNG: per run, phase markers, each rollout as a bar, churn outcomes as dots."""
+"""The migration timeline as a PNG: per run, phase markers, each rollout as a bar, churn outcomes as dots. Its bars
+(span_bars) and time axis also draw the demo's timeline (demo.timeline)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 COLOURS = {"ok": "tab:green", "rejected": "tab:red", "no sidecar": "tab:orange", "no such istiod": "tab:purple"}
+MIN_BAR_S = 0.2
+"""A span shorter than this is drawn this wide: a step of an instant stays visible."""
+AXIS = "seconds since `pulumi up --stack migrated` started"
 MARKERS = {"istiod_available_s": ("new istiod Available", "black"), "switch_s": ("webhooks switched", "tab:red"),
            "rollouts_last_done_s": ("last rollout done", "tab:blue"),
            "old_istiod_deleted_s": ("old istiod deleted", "tab:brown"), "wall_s": ("pulumi up done", "grey")}
+
+
+def span_bars(ax, rows: list[float], spans: list[tuple[float, float]], height: float, colour: str,
+              **style: Any) -> None:
+    """Each (start, end) of spans as a horizontal bar on its row of ax (style: more of barh's keywords, a label)."""
+    ax.barh(rows, [max(end - start, MIN_BAR_S) for start, end in spans], left=[start for start, _ in spans],
+            height=height, color=colour, **style)
 
 
 def timeline(runs: list[dict[str, Any]], path: Path) -> None:
@@ -33,8 +44,7 @@ def timeline(runs: list[dict[str, Any]], path: Path) -> None:
                            label=f"churn {outcome} ({len(times)})")
         phases = run.get("phases", [])
         rows = [churn_row + (2 + i) * step for i in range(len(phases))]
-        for row, (_, start, end) in zip(rows, phases):
-            ax.barh(row, max(end - start, 0.2), left=start, height=0.8 * step, color="tab:cyan")
+        span_bars(ax, rows, [(start, end) for _, start, end in phases], 0.8 * step, "tab:cyan")
         for key, (text, colour) in MARKERS.items():
             if run.get(key) is not None:
                 ax.axvline(run[key], color=colour, linestyle="--", linewidth=0.8, label=f"{text} ({run[key]} s)")
@@ -43,7 +53,7 @@ def timeline(runs: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(f"{run['label']}: {run['wall_s']}s (lower bound {run['lower_bound_s']}s, "
                      f"{run['rollouts']} rollouts, one line each below the churn row)", fontsize=9, loc="left")
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, markerscale=2)
-    axes[-1, 0].set_xlabel("seconds since `pulumi up --stack migrated` started")
+    axes[-1, 0].set_xlabel(AXIS)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,7 +1,8 @@
 """python -m demo [--cluster NAME] [--profiles N] [--deployments M]
 
 The main job: on a fresh embedded cluster, build a Charmed-Kubeflow-like mesh the charms' way, migrate it with
-`pulumi up --stack migrated`, then print a verification table. Exits non-zero if any check fails.
+`pulumi up --stack migrated`, then print a verification table and write a timeline of the update (TIMELINE). Exits
+non-zero if any check fails.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import time
 
 from demo import fixture
 from demo.migrate import migrate_and_verify
+from demo.timeline import draw
 from demo.verification import print_table
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO, let_children_be_interrupted
 from devcluster.workspace import PulumiFailed, Workspace
+
+TIMELINE = REPO / ".state" / "demo" / "timeline.png"
 
 
 def main() -> int:
@@ -46,6 +50,8 @@ def main() -> int:
     print("[4/4] verification", flush=True)
     print_table(migration.rows)
     print(f"migration wall time: {migration.seconds:.0f}s (measured, not a check)")
+    draw(migration.timeline, TIMELINE)
+    print(f"timeline of the migration: {TIMELINE}")
     print(f"inspect: eval \"$(cd {REPO} && .venv/bin/python -m devcluster env --name {args.cluster})\" && "
           f"cd {workspace.dir} && pulumi stack output --stack migrated")
     return 0 if all(ok for _, _, ok in migration.rows) else 1

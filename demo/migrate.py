@@ -1,4 +1,5 @@
-"""The measured migration: `pulumi up --stack migrated` with the injector sampler running, then the checks."""
+"""The measured migration: `pulumi up --stack migrated` with the injector sampler, a recorder of every pod and the
+engine's event log running, then the checks and the timeline (demo.timeline)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ import dataclasses
 import time
 from typing import Any
 
+from kubernetes import config
+
+from bench.recorder import PodRecorder
+from bench.steps import EventLogTail
 from demo.kubeflow import PipelineSteps
 from demo.observe import InjectorSampler, snapshot
+from demo.timeline import Timeline, timeline_of
 from demo.verification import checks
 from devcluster import proxy_events
 from devcluster.workspace import Workspace
+from live.discovery import controllers
 
 
 PIPELINE_STEP_SECONDS = 40
@@ -29,6 +36,8 @@ class Migration:
     """The migrated stack's outputs."""
     steps_finished: dict[str, float]
     """Pipeline step pods that finished during the update -> when (time.monotonic(), as the samples' `t`)."""
+    timeline: Timeline
+    """The update's phases, each workload's move and the injectors over time, to draw."""
 
 
 def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[str, str] | None = None) -> Migration:
@@ -38,20 +47,27 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     env = workspace.env
     before = snapshot(env)
     workspace.init("migrated", env=shell)
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
+    kubeconfig = str(workspace.cluster.kubeconfig)
+    sampler = InjectorSampler(kubeconfig, profiles)
     steps = PipelineSteps(env, PIPELINE_STEP_SECONDS)
-    sampler.start()
-    steps.start()
+    pods = PodRecorder(kubeconfig)
+    event_log = workspace.cluster.dir / "engine-events.jsonl"
+    engine = EventLogTail(event_log)
+    for thread in (pods, engine, sampler, steps):
+        thread.start()
     started = time.monotonic()
     try:
-        workspace.up("migrated", env=shell)
+        # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
+        workspace.up("migrated", "--event-log", str(event_log),
+                     env=(shell or env) | {"PULUMI_DEBUG_COMMANDS": "true"})
     finally:
-        samples = sampler.stop()
-        finished = steps.stop()
-    seconds = time.monotonic() - started
+        ended = time.monotonic()
+        samples, finished, stamped, pod_events = sampler.stop(), steps.stop(), engine.stop(), pods.stop()
+    seconds = ended - started
     clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
                              env=shell).returncode == 0
     outputs = workspace.outputs("migrated")
     events = proxy_events.read(workspace.cluster.proxy_events)
+    owners = controllers(config.new_client_from_config(config_file=kubeconfig))
     return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events), samples, seconds, outputs,
-                     finished)
+                     finished, timeline_of(stamped, pod_events, owners, samples, outputs, started, ended))
