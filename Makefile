@@ -29,10 +29,12 @@ toolchain:
 	tools/build-toolchain.sh all >/dev/null
 
 # What every embedded cluster runs; the version-jump tests' second Istio minor is built on first use or by setup.
-demo-tools: venv
+demo-tools:
 	tools/build-toolchain.sh demo >/dev/null
 
-demo: demo-tools
+# The virtualenv installs while the Go tools build (they need nothing from each other).
+demo:
+	$(MAKE) --no-print-directory -j2 venv demo-tools
 	$(PY) -m demo
 
 # Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
@@ -47,7 +49,7 @@ go-test:
 	cd tools/go/langhost && go test ./...
 	tools/build-toolchain.sh --go-test-istio
 
-bench: demo-tools
+bench: venv demo-tools
 	$(PY) -m bench
 
 faults: setup
@@ -57,7 +59,7 @@ faults: setup
 unit: venv
 	$(PY) -m pytest tests/unit
 
-cluster-up: demo-tools
+cluster-up: venv demo-tools
 	$(PY) -m devcluster up --name $(CLUSTER)
 
 cluster-down: venv
