@@ -7,9 +7,10 @@ from typing import Any, Mapping
 import pulumi
 
 from components import PACKAGE
-from components.objects import assigned_fields, child_options, declare, object_id
+from components.objects import child_options, declare, object_id
 from migration.args import ControlPlaneArgs
 from migration.mesh import object_id as id_of
+from migration.owners import fields_owned_elsewhere
 
 # Dependency order: the namespace; identities, permissions and config together (a binding may name an account or a
 # role not created yet, and every phase costs the update one more round trip); then the workload, which needs all of
@@ -55,4 +56,4 @@ class IstioControlPlane(pulumi.ComponentResource):
             obj = dict(obj, data=pulumi.Output.secret(obj["data"]))
         return declare(name, obj, child_options(
             self, opts, depends_on=previous, import_=object_id(obj) if adopt else None, protect=args.protect,
-            ignore_changes=assigned_fields(obj) if adopt else None))
+            ignore_changes=fields_owned_elsewhere(obj) or None))

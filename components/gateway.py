@@ -9,11 +9,12 @@ import pulumi
 
 from components import PACKAGE
 from components.commands import step
-from components.objects import assigned_fields, child_options, declare, object_id
+from components.objects import child_options, declare, object_id
 from migration.args import GatewayArgs
 from migration.marks import PURGE_SELECTOR_LABEL
 from migration.mesh import ObjectId
 from migration.mesh import object_id as id_of
+from migration.owners import fields_owned_elsewhere
 from migration.target import KubeTarget
 
 
@@ -37,7 +38,7 @@ class IngressGateway(pulumi.ComponentResource):
             else:
                 adopt = id_of(dict(obj)) in args.adopt
                 options = child_options(self, opts, import_=object_id(obj) if adopt else None,
-                                        ignore_changes=assigned_fields(obj) if adopt else None)
+                                        ignore_changes=fields_owned_elsewhere(obj) or None)
             self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(name, obj, options,
                                                                                patch=args.patches)
         self.register_outputs({"istiodAddress": args.istiod_address, "objects": sorted(self.resources)})

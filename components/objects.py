@@ -42,16 +42,6 @@ _FIELDS = {"metadata": "metadata", "spec": "spec", "data": "data", "binaryData":
            "automountServiceAccountToken": "automount_service_account_token"}
 
 
-# Fields the cluster assigns on create; an adopted object keeps its own (declaring none would read as a change that
-# forces replacement, which an import may not do).
-_ASSIGNED_FIELDS = {"Service": ["spec.clusterIP", "spec.clusterIPs"]}
-
-
-def assigned_fields(obj: Mapping[str, Any]) -> list[str] | None:
-    """ignore_changes for an adopted obj: the fields the cluster assigned to it."""
-    return _ASSIGNED_FIELDS.get(obj["kind"])
-
-
 def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, **extra) -> pulumi.ResourceOptions:
     """Options for a component's child: parented, and depending on whatever the component depends on, so the
     engine orders each child after the component's dependencies (not only the component itself)."""

@@ -7,6 +7,7 @@ import pulumi
 from components import PACKAGE
 from components.objects import child_options, declare
 from migration.args import WebhookSwitchArgs
+from migration.owners import fields_owned_elsewhere
 
 
 class WebhookSwitch(pulumi.ComponentResource):
@@ -18,5 +19,6 @@ class WebhookSwitch(pulumi.ComponentResource):
         super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
         hooks = [args.injector] + ([args.validator] if args.validator else [])
         self.webhooks = [declare(name, hook, child_options(
-            self, opts, import_=hook["metadata"]["name"], retain_on_delete=True)) for hook in hooks]
+            self, opts, import_=hook["metadata"]["name"], retain_on_delete=True,
+            ignore_changes=fields_owned_elsewhere(hook) or None)) for hook in hooks]
         self.register_outputs({"switched": [h["metadata"]["name"] for h in hooks]})

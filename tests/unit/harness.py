@@ -42,6 +42,7 @@ class Registered:
     import_id: str
     retain_on_delete: bool
     protect: bool
+    ignore_changes: tuple[str, ...]
     dependencies: tuple[str, ...]
     provider: str
     inputs: dict[str, Any]
@@ -75,7 +76,8 @@ def run_program(stack: str, config: dict[str, Any], live: LiveMesh, registered: 
             registered.append(Registered(
                 type=request.type, name=request.name, urn=response.urn, parent=request.parent,
                 custom=request.custom, import_id=request.importId, retain_on_delete=request.retainOnDelete,
-                protect=request.protect, dependencies=tuple(request.dependencies), provider=request.provider,
+                protect=request.protect, ignore_changes=tuple(request.ignoreChanges),
+                dependencies=tuple(request.dependencies), provider=request.provider,
                 inputs=rpc.deserialize_properties(request.object) if request.custom else {}))
         return response
 

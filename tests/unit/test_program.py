@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from migration.plan import PreflightRefused
 from migration.webhooks import injectors, matching_webhooks
 from tests.unit.harness import run_program
 from tests.unit.live_mesh import PROFILES, charm_install, empty_cluster
@@ -310,3 +311,23 @@ def test_the_serving_check_replaces_the_providers_wait_for_the_new_istiods_servi
     switch = [r for r in registered if r.name.startswith("webhook-switch-") and r.custom]
     assert switch and all(check.urn in r.dependencies or any(
         by_urn.get(d) and by_urn[d].name == "istiod-serving" for d in r.dependencies) for r in switch)
+
+
+def test_fields_istiod_and_the_api_server_own_are_left_to_them(stack):
+    """`pulumi refresh` reads istiod's Fail into the state; a declared Ignore would then be a change to make, which
+    `pulumi up --refresh` would write and istiod would undo: the stacks leave that field to istiod after creating it."""
+    name, registered = stack
+    validators = [r for r in registered if r.kind == "ValidatingWebhookConfiguration"
+                  and "istio.io/rev" in (r.inputs["metadata"].get("labels") or {})]
+    assert validators, f"{name} declares no revision's validator"
+    assert all(r.ignore_changes == ("webhooks[*].failurePolicy",) for r in validators)
+    services = [r for r in registered if r.kind == "Service"]
+    assert services and all(r.ignore_changes == ("spec.clusterIP", "spec.clusterIPs") for r in services)
+    others = [r for r in registered if r.type.startswith("kubernetes:") and r not in validators + services]
+    assert not [r.name for r in others if r.ignore_changes]
+
+
+def test_a_release_before_the_move_is_done_is_refused():
+    with pytest.raises(PreflightRefused, match=r"handOver release lets go of a finished move only, but istiod still "
+                                               r"runs in kubeflow \(kubeflow/istiod\)"):
+        run_program("migrated", {"topology": "migrated", "handOver": "release"}, charm_install())
