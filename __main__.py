@@ -19,6 +19,7 @@ from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
 from components.guard import Guard
+from components.release import let_go
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import discovery, target as live_target
@@ -55,6 +56,9 @@ def gather_and_decide() -> Decisions:
 
 def declare(d: Decisions) -> None:
     """The components in phase order, every Kubernetes object through one provider bound to d.target."""
+    if d.release:
+        # Before any resource: the transform applies to those declared after it.
+        pulumi.runtime.register_resource_transform(let_go(d.release))
     provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context)
     on_cluster = lambda *after: pulumi.ResourceOptions(providers=[provider], depends_on=list(after))  # noqa: E731
     # Rolling back: first lift the guard, which refuses what the way back creates (an istiod in the source namespace).

@@ -134,3 +134,11 @@ class TeardownArgs:
 class GuardArgs:
     policy: Mapping[str, Any]
     binding: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseArgs:
+    """The stack lets go: every resource retained on delete and no longer protected (components.release)."""
+
+    keep_guard: bool
+    """The guard stays on the cluster when the stack is destroyed (else destroy deletes its policy and binding)."""

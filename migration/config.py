@@ -17,6 +17,7 @@ PROFILES = ("minimal",)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
 ROLLOUT_STRATEGIES = ("wave", "namespaces", "workloads", "one-namespace-at-a-time")
 UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
+HAND_OVERS = ("none", "release")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -76,6 +77,11 @@ class MigrationConfig:
     """How long `wait` waits for those pods to finish before the update fails, naming them."""
     create_source_namespace: bool
     """Whether the legacy stack creates sourceNamespace (true only on clusters where no Juju model made it)."""
+    hand_over: str
+    """`none`: this stack owns what it declares; `release`: it lets go of everything (retained on delete, no longer
+    protected), so that `pulumi destroy` empties it and the cluster keeps every object as it is."""
+    keep_guard: bool
+    """With `release`: whether the guard stays on the cluster, an object nothing owns (else destroy deletes it)."""
 
     @property
     def control_plane_namespace(self) -> str:
@@ -179,6 +185,8 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
     "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),
     "createSourceNamespace": (_bool, False),
+    "handOver": (_one_of(HAND_OVERS), "none"),
+    "keepGuard": (_bool, True),
 }
 KEYS = tuple(_SCHEMA)
 
@@ -212,7 +220,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         rollout_parallelism=parsed["rolloutParallelism"],
         rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"], unmanaged_pods=parsed["unmanagedPods"],
         unmanaged_pods_timeout_seconds=parsed["unmanagedPodsTimeoutSeconds"],
-        create_source_namespace=parsed["createSourceNamespace"])
+        create_source_namespace=parsed["createSourceNamespace"], hand_over=parsed["handOver"],
+        keep_guard=parsed["keepGuard"])
 
 
 def load() -> MigrationConfig:

@@ -13,8 +13,8 @@ import json
 from typing import Any, Mapping
 
 from migration import guard, istioctls, plan, render, versions
-from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, IstioCrdsArgs, RolloutsArgs, ServingCheckArgs,
-                            TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
+from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, IstioCrdsArgs, ReleaseArgs, RolloutsArgs,
+                            ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
@@ -50,6 +50,8 @@ class Decisions:
     lift_guard: TeardownArgs | None
     """Rolling back: the guard's binding, deleted before anything else (it refuses an istiod in the source
     namespace and Istio webhooks calling it, which is what the way back creates)."""
+    release: ReleaseArgs | None
+    """handOver=release: the stack lets go of everything it declares (components.release)."""
     outputs: dict[str, Any]
 
     @property
@@ -153,6 +155,21 @@ def _moves(cfg: MigrationConfig, live: LiveMesh, leaving: str, destination: str,
     return found
 
 
+def _release(cfg: MigrationConfig, live: LiveMesh) -> ReleaseArgs | None:
+    """handOver=release lets go of a finished move only: with an istiod still in the namespace the stack moves away
+    from, the stack would leave two control planes behind, nothing owning either."""
+    if cfg.hand_over != "release":
+        return None
+    away = cfg.source_namespace if cfg.topology == "migrated" else cfg.target_namespace
+    left = sorted(f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in live.istiod_deployments
+                  if d["metadata"]["namespace"] == away)
+    if left:
+        raise plan.PreflightRefused(
+            f"kf-istio-migrate:handOver release lets go of a finished move only, but istiod still runs in {away} "
+            f"({', '.join(left)}): run `pulumi up` without handOver until the move is done, then release")
+    return ReleaseArgs(keep_guard=cfg.keep_guard)
+
+
 def moves_output(found: Moves) -> dict[str, dict[str, int]]:
     """namespace -> 'restart Deployment' / 'evict StatefulSet' ... -> how many workloads (what preview shows)."""
     counts: dict[str, dict[str, int]] = {}
@@ -243,6 +260,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     gateway = _gateway(cfg, topology, live, target)
     found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
     policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace)
+    release = _release(cfg, live)
     return Decisions(
         target=target, crds=_crds(rendered, live),
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
@@ -253,7 +271,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
-        outputs={"topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
+        release=release,
+        outputs={"handOver": _hand_over_output(release, migrated), "topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
                  "context": target.context, "sourceNamespace": cfg.source_namespace,
                  "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
                  "revision": cfg.control_plane_revision, "istiodAddress": topology.istiod_address,
@@ -266,6 +285,16 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
                  "crdSchemas": _crd_schemas(renders.versions, migrated),
                  "liveCrdVersions": crd_versions(live.crds)})
+
+
+def _hand_over_output(release: ReleaseArgs | None, migrated: bool) -> str:
+    """What the stack holds, and what `pulumi destroy` would do (preview shows it)."""
+    if release is None:
+        return ("held by this stack (protected: `pulumi destroy` is refused; set handOver=release to let go)"
+                if migrated else "held by this stack")
+    guard_fate = (f"the guard stays, owned by nothing (lift it: kubectl delete validatingadmissionpolicybinding "
+                  f"{guard.POLICY})" if release.keep_guard else "destroy deletes the guard")
+    return f"released: `pulumi destroy` empties this stack and leaves every object on the cluster; {guard_fate}"
 
 
 def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:

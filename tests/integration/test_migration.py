@@ -78,6 +78,22 @@ def test_migration(migration, check):
     assert ok, f"{check}: {observed}"
 
 
+def test_day_two_refresh_and_up_change_nothing(migration):
+    """A Pulumi user's day-2 habits on the migrated stack: `pulumi refresh`, then `pulumi preview
+    --expect-no-changes`, then `pulumi up --refresh`: nothing proposed, nothing written, and istiod's validator stays
+    armed (it owns failurePolicy; a stack that declared Ignore over it would disarm validation on every refresh)."""
+    workspace = migration[0]
+    env = workspace.env
+    before = fingerprint(env, *PROFILES)
+    workspace.pulumi("refresh", "--stack", "migrated", "--yes")
+    workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", "--diff")
+    workspace.pulumi("up", "--stack", "migrated", "--refresh", "--yes", "--expect-no-changes")
+    assert fingerprint(env, *PROFILES) == before
+    policies = run(["kubectl", "get", "validatingwebhookconfiguration", "istio-validator-kf-1-30-istio-system",
+                    "-o", "jsonpath={.webhooks[*].failurePolicy}"], env).stdout.split()
+    assert policies and set(policies) == {"Fail"}
+
+
 def test_sampler_ran_at_least_twice_a_second(migration):
     samples = migration[1].samples
     span = samples[-1]["t"] - samples[0]["t"]
@@ -286,11 +302,37 @@ def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
                [(p["name"], p["port"], p["targetPort"]) for p in want["ports"]]
 
 
+def state_urns(workspace) -> list[str]:
+    exported = yaml.safe_load(workspace.pulumi("stack", "export", "--stack", "migrated").stdout)
+    return [r["urn"] for r in exported["deployment"].get("resources") or []]
+
+
+def test_release_then_destroy_leaves_every_object_as_it_is(migration):
+    """handOver=release, `pulumi up`, then `pulumi destroy`: the stack lets go and ends empty and removable, and the
+    cluster keeps every object exactly as it was (resourceVersions, CRD UIDs, every CR). The guard, kept by default,
+    stays: the next test shows it still refuses the old charm."""
+    workspace = migration[0]
+    env = workspace.env
+    before, mesh, held = fingerprint(env, *PROFILES), snapshot(env), state_urns(workspace)
+    refused = workspace.pulumi("destroy", "--stack", "migrated", "--yes", check=False)
+    assert refused.returncode != 0 and "because it is protected" in refused.stdout + refused.stderr
+    assert fingerprint(env, *PROFILES) == before and state_urns(workspace) == held, "a refused destroy changed things"
+    workspace.set_config("migrated", "kf-istio-migrate:handOver", "release")
+    workspace.pulumi("up", "--stack", "migrated", "--yes")
+    assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    workspace.pulumi("destroy", "--stack", "migrated", "--yes")
+    assert fingerprint(env, *PROFILES) == before
+    nothing_lost(env, mesh)
+    assert state_urns(workspace) == [], "the released stack still holds resources"
+    workspace.pulumi("stack", "rm", "migrated", "--yes")
+
+
 def test_old_charm_reinstall_is_refused(migration):
-    """The old istio-pilot charm's install/upgrade path after the migration (`istioctl install` with its flags, what
-    `juju refresh` runs as `istioctl upgrade`): it fails naming the migration; no istiod in kubeflow, the default
-    injector and validator still call the new istiod, and new pods are injected by it. Runs last: it leaves what
-    istioctl could create (ConfigMaps, roles) in kubeflow."""
+    """The old istio-pilot charm's install/upgrade path after the migration and the release of the stack
+    (`istioctl install` with its flags, what `juju refresh` runs as `istioctl upgrade`): the guard the release kept
+    refuses it, naming the migration; no istiod in kubeflow, the default injector and validator still call the new
+    istiod, and new pods are injected by it. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
+    kubeflow."""
     env = migration[0].env
     reinstall = run(fixture.CHARM_INSTALL, env, check=False, timeout=300)
     output = reinstall.stdout + reinstall.stderr

@@ -33,6 +33,8 @@ INVALID = [
     ({"topology": "migrated", "gatewayNamespace": "istio-system"}, "gatewayNamespace", "not automated yet"),
     ({"topology": "migrated", "rootNamespacePolicy": "drop"}, "rootNamespacePolicy", "must be one of keep, move"),
     ({"topology": "legacy", "createSourceNamespace": "yes"}, "createSourceNamespace", "must be true or false"),
+    ({"topology": "migrated", "handOver": "helm"}, "handOver", "must be one of none, release"),
+    ({"topology": "migrated", "keepGuard": "no"}, "keepGuard", "must be true or false"),
     ({"topology": "legacy", "targetNamespce": "istio-system"}, "targetNamespce", "is not a known key"),
 ]
 
