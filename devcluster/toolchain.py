@@ -39,30 +39,38 @@ def toolsets() -> dict[str, list[str]]:
     return {name: binaries.split() for name, binaries in lines}
 
 
-def _is_built(toolset: str) -> bool:
-    return (pathlib.Path(_script("--dir")).parent / f".complete-{toolset}").is_file()
+def _pinned_bin() -> pathlib.Path:
+    """The bin directory this pin set builds into, built or not."""
+    return pathlib.Path(_script("--dir"))
+
+
+def _is_built(toolset: str, bin_path: pathlib.Path) -> bool:
+    return (bin_path.parent / f".complete-{toolset}").is_file()
 
 
 def bin_dir() -> pathlib.Path:
     """The bin directory of the toolchain for the current pins, with the demo's tools built; raises
     ToolchainMissing if they are not."""
-    path = pathlib.Path(_script("--dir"))
-    if not (path.parent / f".complete-{DEMO_TOOLS}").is_file():
+    path = _pinned_bin()
+    if not _is_built(DEMO_TOOLS, path):
         raise ToolchainMissing(f"the pinned toolchain is not built (expected {path}): {SETUP_HINT}")
     return path
 
 
-def ensure(toolset: str) -> None:
+def ensure(toolset: str) -> pathlib.Path:
     """Build a tool set that only some features use (a second Istio minor, ...) the first time one of them needs it,
-    with the same pin-hash cache as the rest; raises ToolchainMissing naming the command if the build fails."""
-    if _is_built(toolset):
-        return
+    with the same pin-hash cache as the rest, and return the bin directory; raises ToolchainMissing naming the
+    command if the build fails."""
+    path = _pinned_bin()
+    if _is_built(toolset, path):
+        return path
     print(f"building the {toolset} tools on first use: tools/build-toolchain.sh {toolset}", file=sys.stderr,
           flush=True)
     built = subprocess.run([str(BUILD_SCRIPT), toolset], stdout=subprocess.DEVNULL)  # progress goes to stderr
-    if built.returncode != 0 or not _is_built(toolset):
+    if built.returncode != 0 or not _is_built(toolset, path):
         raise ToolchainMissing(f"building the {toolset} tools failed (exit {built.returncode}): run "
                                f"`tools/build-toolchain.sh {toolset}` and read the error it prints")
+    return path
 
 
 def binary(name: str, toolset: str = DEMO_TOOLS) -> pathlib.Path:
@@ -73,8 +81,7 @@ def binary(name: str, toolset: str = DEMO_TOOLS) -> pathlib.Path:
     elif toolset == DEMO_TOOLS:
         path = bin_dir() / name
     else:
-        ensure(toolset)
-        path = pathlib.Path(_script("--dir")) / name
+        path = ensure(toolset) / name
     if not path.is_file():
         raise ToolchainMissing(f"{path} is missing: {SETUP_HINT}")
     return path
