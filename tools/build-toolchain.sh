@@ -12,6 +12,8 @@
 #   demo        what the demo, and so every embedded cluster, runs: the Pulumi CLI and plugins, the cluster's
 #               components, istioctl, pilot-discovery and our proxy simulator
 #   istio-next  a second Istio minor (istioctl-<v>, pilot-discovery-<v>), for the version-jump tests only
+#   helm        the Helm CLI and Istio's base and istiod charts from the pinned Istio module (share/charts), for
+#               the hand-over to Helm
 #
 # The cache key is a hash of everything under tools/ that affects the binaries, so an unchanged pin set rebuilds
 # nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
@@ -24,11 +26,12 @@ tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=pins.env
 source "$tools/pins.env"
 
-SETS=(demo istio-next)
+SETS=(demo istio-next helm)
 declare -A SET_BINARIES=(
   [demo]="pulumi pulumi-language-python pulumi-language-python-exec pulumi-resource-command pulumi-resource-kubernetes
           kube-apiserver kube-controller-manager kube-scheduler etcd kwok istioctl pilot-discovery proxysim"
   [istio-next]="istioctl-$ISTIO_NEXT_VERSION pilot-discovery-$ISTIO_NEXT_VERSION"
+  [helm]="helm"
 )
 
 # Go test files are left out: they do not change a binary (`make go-test` runs them).
@@ -206,6 +209,20 @@ set_istio-next() {
   istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
   lanes "istio-next"
 }
+
+# The charts istioctl renders from, as Helm reads them: the pinned Istio module's manifests/charts/base and
+# manifests/charts/istio-control/istio-discovery (the chart named istiod), into share/charts/.
+set_helm() {
+  local charts
+  charts=$(module_dir "istio.io/istio@$ISTIO_MODULE")/manifests/charts
+  lanes "helm"
+  mkdir -p "$out/share/charts"
+  rm -rf "$out/share/charts/base" "$out/share/charts/istiod"
+  cp -r "$charts/base" "$out/share/charts/base"
+  cp -r "$charts/istio-control/istio-discovery" "$out/share/charts/istiod"
+  chmod -R u+w "$out/share/charts"
+}
+build_helm() { build helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "$work/bin/" helm.sh/helm/v4/cmd/helm; }
 
 # build_set SET: build one set into $out unless it is built; under the pin set's lock.
 build_set() {
