@@ -19,7 +19,7 @@ from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
 from components.guard import Guard
-from components.release import let_go
+from components.release import HelmHandOver, let_go
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import discovery, target as live_target
@@ -59,7 +59,11 @@ def declare(d: Decisions) -> None:
     if d.release:
         # Before any resource: the transform applies to those declared after it.
         pulumi.runtime.register_resource_transform(let_go(d.release))
-    provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context)
+    # ConfigMaps are updated in place, as istiod expects of its mesh and injector config. The provider's default
+    # replaces one whose data changes, and with the same name that is an apply followed by a delete of the object
+    # just applied (the guard refuses it on a migrated plane; elsewhere the ConfigMap would be gone).
+    provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context,
+                            enable_config_map_mutable=True)
     on_cluster = lambda *after: pulumi.ResourceOptions(providers=[provider], depends_on=list(after))  # noqa: E731
     # Rolling back: first lift the guard, which refuses what the way back creates (an istiod in the source namespace).
     lifted = [Teardown("lift-guard", d.lift_guard, on_cluster())] if d.lift_guard else []
@@ -98,6 +102,10 @@ def declare(d: Decisions) -> None:
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
         Guard("guard", d.guard, on_cluster(*[r for r in (crds, control_plane, switch, teardown) if r]))
+    if d.helm_hand_over:
+        # Handed to Helm: once the charts' objects are applied as their releases render them, end this stack's (and
+        # istioctl's) ownership of their fields, so that Helm owns what it renders.
+        HelmHandOver("helm-hand-over", d.helm_hand_over, on_cluster(crds, control_plane))
     for name, value in d.outputs.items():
         pulumi.export(name, value)
 

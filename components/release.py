@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pulumi
 
+from components import PACKAGE
+from components.commands import step
 from components.guard import Guard
-from migration.args import ReleaseArgs
+from components.objects import child_options
+from components.rollouts import live_command
+from migration.args import HelmHandOverArgs, ReleaseArgs
 
 
 def let_go(args: ReleaseArgs):
@@ -20,3 +24,16 @@ def let_go(args: ReleaseArgs):
         return pulumi.ResourceTransformResult(resource.props, pulumi.ResourceOptions.merge(resource.opts, released))
 
     return transform
+
+
+class HelmHandOver(pulumi.ComponentResource):
+    """After the stack has applied the charts' objects as their releases render them: one step ends the field
+    ownership of the stack and of istioctl on them (live.disown), so Helm's first install and every later upgrade
+    own what they render without a conflict. It runs once; the objects it touched are not applied again by this
+    stack (the next step is `pulumi destroy`)."""
+
+    def __init__(self, name: str, args: HelmHandOverArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:release:HelmHandOver", name, None, opts)
+        self.command = step(name, live_command("disown", args.target, *args.refs), list(args.refs), args.target,
+                            child_options(self, opts))
+        self.register_outputs({"disowned": len(args.refs)})

@@ -137,6 +137,16 @@ class GuardArgs:
 
 
 @dataclasses.dataclass(frozen=True)
+class HelmHandOverArgs:
+    """handOver=helm: the objects Istio's charts render, whose former appliers' field ownership ends (live.disown)
+    once the stack has applied them as the releases render them."""
+
+    refs: tuple[str, ...]
+    """`apiVersion/kind/namespace/name` of each (migration.helm.object_refs)."""
+    target: KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
 class ReleaseArgs:
     """The stack lets go: every resource retained on delete and no longer protected (components.release)."""
 

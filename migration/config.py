@@ -17,7 +17,7 @@ PROFILES = ("minimal",)
 ROOT_NAMESPACE_POLICIES = ("keep", "move")
 ROLLOUT_STRATEGIES = ("wave", "namespaces", "workloads", "one-namespace-at-a-time")
 UNMANAGED_POD_POLICIES = ("wait", "evict", "fail")
-HAND_OVERS = ("none", "release")
+HAND_OVERS = ("none", "release", "helm")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -79,9 +79,15 @@ class MigrationConfig:
     """Whether the legacy stack creates sourceNamespace (true only on clusters where no Juju model made it)."""
     hand_over: str
     """`none`: this stack owns what it declares; `release`: it lets go of everything (retained on delete, no longer
-    protected), so that `pulumi destroy` empties it and the cluster keeps every object as it is."""
+    protected), so that `pulumi destroy` empties it and the cluster keeps every object as it is; `helm`: the same,
+    after marking what Istio's base and istiod charts render as their releases' (migration.helm)."""
     keep_guard: bool
-    """With `release`: whether the guard stays on the cluster, an object nothing owns (else destroy deletes it)."""
+    """With `release` or `helm`: whether the guard stays on the cluster, an object nothing owns (else destroy
+    deletes it)."""
+    helm_base_release: str
+    """With `helm`: the name of the release of Istio's base chart (the CRDs), in targetNamespace."""
+    helm_istiod_release: str
+    """With `helm`: the name of the release of Istio's istiod chart (the control plane), in targetNamespace."""
 
     @property
     def control_plane_namespace(self) -> str:
@@ -119,6 +125,13 @@ def _revision(key: str, value: Any) -> str:
         raise ConfigError(key, value, "must not be `default`: the new control plane needs its own revision")
     if not _LABEL_VALUE.match(text):
         raise ConfigError(key, value, "must be a valid label value")
+    return text
+
+
+def _release_name(key: str, value: Any) -> str:
+    text = _text(key, value)
+    if len(text) > 53 or not _DNS1123_LABEL.match(text):
+        raise ConfigError(key, value, "must be a Helm release name (lower-case letters, digits, '-', at most 53)")
     return text
 
 
@@ -187,6 +200,8 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "createSourceNamespace": (_bool, False),
     "handOver": (_one_of(HAND_OVERS), "none"),
     "keepGuard": (_bool, True),
+    "helmBaseRelease": (_release_name, "istio-base"),
+    "helmIstiodRelease": (_release_name, "istiod"),
 }
 KEYS = tuple(_SCHEMA)
 
@@ -206,6 +221,11 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
     if parsed["sourceNamespace"] == parsed["targetNamespace"]:
         raise ConfigError("targetNamespace", parsed["targetNamespace"],
                           f"must differ from sourceNamespace ({parsed['sourceNamespace']})")
+    if parsed["handOver"] == "helm" and parsed["topology"] != "migrated":
+        raise ConfigError("handOver", "helm", "hands the migrated plane over; a legacy stack lets go with `release`")
+    if parsed["helmBaseRelease"] == parsed["helmIstiodRelease"]:
+        raise ConfigError("helmIstiodRelease", parsed["helmIstiodRelease"],
+                          "must differ from helmBaseRelease: each chart is its own release")
     if parsed["gatewayNamespace"] != parsed["sourceNamespace"]:
         raise ConfigError("gatewayNamespace", parsed["gatewayNamespace"],
                           f"must be sourceNamespace ({parsed['sourceNamespace']}): moving the gateway changes its "
@@ -221,7 +241,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"], unmanaged_pods=parsed["unmanagedPods"],
         unmanaged_pods_timeout_seconds=parsed["unmanagedPodsTimeoutSeconds"],
         create_source_namespace=parsed["createSourceNamespace"], hand_over=parsed["handOver"],
-        keep_guard=parsed["keepGuard"])
+        keep_guard=parsed["keepGuard"], helm_base_release=parsed["helmBaseRelease"],
+        helm_istiod_release=parsed["helmIstiodRelease"])
 
 
 def load() -> MigrationConfig:

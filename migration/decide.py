@@ -12,9 +12,10 @@ import dataclasses
 import json
 from typing import Any, Mapping
 
-from migration import guard, istioctls, plan, render, versions
-from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, IstioCrdsArgs, ReleaseArgs, RolloutsArgs,
-                            ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
+from migration import guard, helm, istioctls, plan, render, versions
+from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOverArgs, IstioCrdsArgs, ReleaseArgs,
+                            RolloutsArgs, ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs,
+                            WebhookSwitchArgs)
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
@@ -51,7 +52,9 @@ class Decisions:
     """Rolling back: the guard's binding, deleted before anything else (it refuses an istiod in the source
     namespace and Istio webhooks calling it, which is what the way back creates)."""
     release: ReleaseArgs | None
-    """handOver=release: the stack lets go of everything it declares (components.release)."""
+    """handOver=release or helm: the stack lets go of everything it declares (components.release)."""
+    helm_hand_over: HelmHandOverArgs | None
+    """handOver=helm: the charts' objects, applied as their releases render them, then disowned."""
     outputs: dict[str, Any]
 
     @property
@@ -156,16 +159,16 @@ def _moves(cfg: MigrationConfig, live: LiveMesh, leaving: str, destination: str,
 
 
 def _release(cfg: MigrationConfig, live: LiveMesh) -> ReleaseArgs | None:
-    """handOver=release lets go of a finished move only: with an istiod still in the namespace the stack moves away
-    from, the stack would leave two control planes behind, nothing owning either."""
-    if cfg.hand_over != "release":
+    """handOver=release (or helm) lets go of a finished move only: with an istiod still in the namespace the stack
+    moves away from, the stack would leave two control planes behind, nothing owning either."""
+    if cfg.hand_over == "none":
         return None
     away = cfg.source_namespace if cfg.topology == "migrated" else cfg.target_namespace
     left = sorted(f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in live.istiod_deployments
                   if d["metadata"]["namespace"] == away)
     if left:
         raise plan.PreflightRefused(
-            f"kf-istio-migrate:handOver release lets go of a finished move only, but istiod still runs in {away} "
+            f"kf-istio-migrate:handOver {cfg.hand_over} lets go of a finished move only, but istiod still runs in {away} "
             f"({', '.join(left)}): run `pulumi up` without handOver until the move is done, then release")
     return ReleaseArgs(keep_guard=cfg.keep_guard)
 
@@ -234,6 +237,8 @@ def _legacy_plane(cfg: MigrationConfig, rendered: list[dict[str, Any]], live: Li
 
 def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target: KubeTarget) -> Decisions:
     migrated = cfg.topology == "migrated"
+    releases = (helm.HelmReleases(base=cfg.helm_base_release, istiod=cfg.helm_istiod_release,
+                                  namespace=cfg.target_namespace) if cfg.hand_over == "helm" else None)
     rendered = renders.migrated if migrated else renders.legacy
     topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
     leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
@@ -245,7 +250,10 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         plane = [_namespace(cfg.target_namespace), *(_recording(o, renders.versions) for o in
                                                      render.control_plane(rendered)), steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
-        objects = [adoptable(purge_proof(proven_by_serving_check(o))) for o in plane if o]
+        # Handed to Helm, istiod's pods carry the label purge selects again: the chart renders it, and a pod
+        # template that differed from the chart's would restart istiod at the first `helm upgrade`.
+        marked = (lambda o: protected(helm.owned_by_release(o, releases))) if releases else purge_proof
+        objects = [adoptable(marked(proven_by_serving_check(o))) for o in plane if o]
         adopt: frozenset = frozenset()
         rolling_back = False
     else:
@@ -261,8 +269,11 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
     policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace)
     release = _release(cfg, live)
+    crds = _crds(rendered, live)
+    if releases:
+        crds = IstioCrdsArgs(crds=tuple(helm.owned_by_release(c, releases) for c in crds.crds), adopt=crds.adopt)
     return Decisions(
-        target=target, crds=_crds(rendered, live),
+        target=target, crds=crds,
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
                                        objects=tuple(objects), adopt=adopt, protect=migrated),
         gateway=gateway,
@@ -272,7 +283,9 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
         release=release,
-        outputs={"handOver": _hand_over_output(release, migrated), "topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
+        helm_hand_over=(HelmHandOverArgs(refs=tuple(helm.object_refs([*crds.crds, *objects])), target=target)
+                        if releases else None),
+        outputs={"handOver": _hand_over_output(release, migrated, releases), "topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
                  "context": target.context, "sourceNamespace": cfg.source_namespace,
                  "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
                  "revision": cfg.control_plane_revision, "istiodAddress": topology.istiod_address,
@@ -284,17 +297,29 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "legacyIstiod": versions.describe(renders.versions.legacy_image),
                  "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
                  "crdSchemas": _crd_schemas(renders.versions, migrated),
-                 "liveCrdVersions": crd_versions(live.crds)})
+                 "liveCrdVersions": crd_versions(live.crds),
+                 **(_helm_outputs(releases, render.control_plane(rendered), cfg.revision) if releases else {})})
 
 
-def _hand_over_output(release: ReleaseArgs | None, migrated: bool) -> str:
+def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None) -> str:
     """What the stack holds, and what `pulumi destroy` would do (preview shows it)."""
     if release is None:
         return ("held by this stack (protected: `pulumi destroy` is refused; set handOver=release to let go)"
                 if migrated else "held by this stack")
     guard_fate = (f"the guard stays, owned by nothing (lift it: kubectl delete validatingadmissionpolicybinding "
                   f"{guard.POLICY})" if release.keep_guard else "destroy deletes the guard")
-    return f"released: `pulumi destroy` empties this stack and leaves every object on the cluster; {guard_fate}"
+    helm_next = (f"; then Helm takes over (outputs helmValues and helmCommands): releases {releases.base} (chart "
+                 f"base) and {releases.istiod} (chart istiod) in {releases.namespace}" if releases else "")
+    return (f"released: `pulumi destroy` empties this stack and leaves every object on the cluster; "
+            f"{guard_fate}{helm_next}")
+
+
+def _helm_outputs(releases: helm.HelmReleases, plane: list[dict[str, Any]], revision: str) -> dict[str, Any]:
+    """The values file both charts take, and the commands that install them over what runs."""
+    commands = ["pulumi stack output helmValues > istio-values.yaml", "pulumi destroy"]
+    commands += [f"helm upgrade --install {releases.release_of(chart)} <charts>/{chart} --namespace "
+                 f"{releases.namespace} --values istio-values.yaml" for chart in helm.CHARTS]
+    return {"helmValues": helm.values_yaml(plane, revision), "helmCommands": commands}
 
 
 def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from migration import istioctls
+from migration import helm, istioctls
 from migration.config import MigrationConfig
 from migration.istioctls import RenderError
 from migration.version_policy import PlaneVersion, VersionPlan
@@ -39,6 +39,8 @@ class RenderInput:
     """Extra values.* overrides, as sorted (key, value) pairs."""
     mesh_config: tuple[tuple[str, Any], ...] = ()
     """meshConfig.* overrides, as sorted (key, value) pairs."""
+    unvalidated_values: tuple[tuple[str, Any], ...] = ()
+    """Chart values istioctl's schema does not know (`--set unvalidatedValues.*`), as sorted (key, value) pairs."""
 
 
 DEBUG_AUTH_NAMESPACES = "DEBUG_ENDPOINT_AUTH_ALLOWED_NAMESPACES"
@@ -67,8 +69,10 @@ def migrated_input(cfg: MigrationConfig, plane: PlaneVersion = PlaneVersion(""))
         # only; istioctl authenticates as a ServiceAccount of the namespace it is pointed at (-i istio-system), so
         # without this the operator's proxy-status, and the in-use gate, would see no proxy outside istio-system.
         values = tuple(sorted({f"pilot.env.{DEBUG_AUTH_NAMESPACES}": cfg.target_namespace, **dict(values)}.items()))
+    # Handed to Helm, the plane is rendered with the values the charts will be installed with (migration.helm).
+    unvalidated = (helm.UNVALIDATED_VALUES,) if cfg.hand_over == "helm" else ()
     return RenderInput(namespace=cfg.target_namespace, revision=cfg.revision, profile=cfg.profile,
-                       values=values, mesh_config=tuple(sorted(mesh.items())))
+                       values=values, mesh_config=tuple(sorted(mesh.items())), unvalidated_values=unvalidated)
 
 
 def _scalar(value: Any) -> str:
@@ -87,6 +91,8 @@ def istioctl_args(inp: RenderInput) -> list[str]:
         args += ["--set", f"values.{key}={_scalar(value)}"]
     for key, value in inp.mesh_config:
         args += ["--set", f"meshConfig.{key}={_scalar(value)}"]
+    for key, value in inp.unvalidated_values:
+        args += ["--set", f"unvalidatedValues.{key}={_scalar(value)}"]
     return args
 
 

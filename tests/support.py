@@ -41,6 +41,20 @@ def run(argv: list[str], env: dict[str, str], *, cwd=None, check: bool = True, i
     return proc
 
 
+def helm(env: dict[str, str], home, *args: str, check: bool = True, cwd=None) -> subprocess.CompletedProcess:
+    """The pinned Helm CLI (built on first use) with env (its KUBECONFIG); its cache, config and data stay under
+    home, so nothing is read from or written to the user's Helm setup."""
+    env = dict(env, HELM_CACHE_HOME=str(home / "cache"), HELM_CONFIG_HOME=str(home / "config"),
+               HELM_DATA_HOME=str(home / "data"))
+    return run([str(toolchain.binary("helm", toolset="helm")), *args], env, check=check, timeout=300, cwd=cwd)
+
+
+def istio_charts():
+    """The directory of Istio's base and istiod charts from the pinned Istio module (built with the helm set)."""
+    toolchain.ensure("helm")
+    return toolchain.share_file("charts")
+
+
 def poll(condition, timeout: float, what: str):
     """condition's first truthy result within timeout seconds; fails the test naming what it waited for."""
     deadline = time.monotonic() + timeout

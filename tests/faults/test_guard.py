@@ -14,7 +14,7 @@ from demo.fixture import CHARM_INSTALL, proxy_image_of
 from demo.observe import kubectl_json, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
-from tests.support import gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run
+from tests.support import fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run
 
 DENIED = "kf-istio-migrate protects"
 # attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
@@ -60,12 +60,16 @@ def test_denied(migrated, attempt):
     argv, refusal = ATTEMPTS[attempt]
     argv = argv or ["kubectl", "delete", "crd", *sorted(snapshot(env)["crd_uids"])]
     before, gateway = snapshot(env), gateway_state(env)
+    # A refused `pulumi destroy` must not have written anything either: compared object by object.
+    written = (lambda: fingerprint(env, *PROFILES)) if attempt == "pulumi destroy of the migrated stack" else dict
+    resource_versions = written()
     result = argv(env) if callable(argv) else run(argv, env, cwd=migrated.workspace.dir, check=False, timeout=300)
     if refusal:
         output = result.stdout + result.stderr
         assert result.returncode != 0 and refusal in output, output[-3000:]
     after = snapshot(env)
     assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
+    assert written() == resource_versions
     assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"].get(
         "deletionTimestamp") is None
     assert kubectl_json(env, "get", "namespace", "istio-system")["status"]["phase"] == "Active"
@@ -90,3 +94,23 @@ def test_after_every_attempt_nothing_lost_and_injection_works(migrated):
     """Whatever the attempts ran before (any order, or none): nothing lost since the migrated mesh was built."""
     nothing_lost(migrated.env, migrated.before)
     new_pods_get(migrated.env, PROFILES[0], NEW)
+
+
+def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
+    """handOver=release, `pulumi up`, then `pulumi destroy`: the stack lets go and ends empty, and the cluster keeps
+    every object exactly as it was (resourceVersions, CRD UIDs, every CR); the guard, kept by default, still refuses
+    a CRD's deletion. Runs last: the stack is gone afterwards."""
+    workspace, env = migrated.workspace, migrated.env
+    before, mesh = fingerprint(env, *PROFILES), snapshot(env)
+    workspace.set_config("migrated", "kf-istio-migrate:handOver", "release")
+    workspace.pulumi("up", "--stack", "migrated", "--yes")
+    assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    workspace.pulumi("destroy", "--stack", "migrated", "--yes")
+    assert fingerprint(env, *PROFILES) == before
+    nothing_lost(env, mesh)
+    exported = json.loads(workspace.pulumi("stack", "export", "--stack", "migrated").stdout)
+    assert not exported["deployment"].get("resources"), "the released stack still holds resources"
+    workspace.pulumi("stack", "rm", "migrated", "--yes")
+    refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
+    assert refused.returncode != 0 and DENIED in refused.stderr, refused.stderr
+    nothing_lost(env, mesh)

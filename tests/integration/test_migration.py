@@ -6,7 +6,9 @@ one cluster identity: preview, up and the rollback preview act on A only, B is u
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from datetime import datetime
 
 import pytest
@@ -17,8 +19,9 @@ from demo.migrate import migrate_and_verify
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
-from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects,
-                           ingress_objects, new_pods_get, nothing_lost, one_injector_throughout, purged, run)
+from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects, helm,
+                           ingress_objects, istio_charts, new_pods_get, nothing_lost, one_injector_throughout, purged,
+                           run)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -307,28 +310,128 @@ def state_urns(workspace) -> list[str]:
     return [r["urn"] for r in exported["deployment"].get("resources") or []]
 
 
-def test_release_then_destroy_leaves_every_object_as_it_is(migration):
-    """handOver=release, `pulumi up`, then `pulumi destroy`: the stack lets go and ends empty and removable, and the
-    cluster keeps every object exactly as it was (resourceVersions, CRD UIDs, every CR). The guard, kept by default,
-    stays: the next test shows it still refuses the old charm."""
+HELM_RELEASES = {"base": "istio-base", "istiod": "istiod"}
+
+
+def helm_on(workspace, *args: str, check: bool = True):
+    """The pinned Helm CLI on the workspace's cluster, in the workspace's directory."""
+    return helm(workspace.env, workspace.dir / "helm", *args, check=check, cwd=workspace.dir)
+
+
+def mesh_pods(env: dict[str, str]) -> dict[str, str]:
+    """namespace/name -> uid of every pod in the mesh (the control plane, the gateway, the profiles)."""
+    return {f"{ns}/{p['metadata']['name']}": p["metadata"]["uid"] for ns in ("istio-system", "kubeflow", *PROFILES)
+            for p in kubectl_json(env, "-n", ns, "get", "pods")["items"] if not p["metadata"].get("deletionTimestamp")}
+
+
+def plane_uids(env: dict[str, str]) -> dict[str, str]:
+    """kind/name -> uid of the moved plane's objects (but Helm's own release records) and of the cluster-scoped
+    Istio ones."""
+    found = {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"] for o in kubectl_json(
+        env, "-n", "istio-system", "get", "deploy,service,configmap,serviceaccount,role,rolebinding,hpa,secret")["items"]
+        if (o["metadata"].get("labels") or {}).get("owner") != "helm"}
+    return found | {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"] for o in kubectl_json(
+        env, "get", "crd,mutatingwebhookconfiguration,validatingwebhookconfiguration,clusterrole,clusterrolebinding")[
+        "items"] if "istio" in o["metadata"]["name"]}
+
+
+@pytest.fixture(scope="module")
+def handed_to_helm(migration):
+    """handOver=helm and `pulumi up` (istiod rolls once, to the chart's pod template), `pulumi destroy`, then the
+    stack's own helmCommands (`helm upgrade --install` of Istio's base and istiod charts, from the pinned Istio
+    module) while the injector sampler runs."""
     workspace = migration[0]
     env = workspace.env
-    before, mesh, held = fingerprint(env, *PROFILES), snapshot(env), state_urns(workspace)
-    refused = workspace.pulumi("destroy", "--stack", "migrated", "--yes", check=False)
-    assert refused.returncode != 0 and "because it is protected" in refused.stdout + refused.stderr
-    assert fingerprint(env, *PROFILES) == before and state_urns(workspace) == held, "a refused destroy changed things"
-    workspace.set_config("migrated", "kf-istio-migrate:handOver", "release")
+    moved = {"uids": plane_uids(env), "mesh": snapshot(env)}
+    workspace.set_config("migrated", "kf-istio-migrate:handOver", "helm")
     workspace.pulumi("up", "--stack", "migrated", "--yes")
-    assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    outputs = workspace.outputs("migrated")
+    (workspace.dir / "istio-values.yaml").write_text(outputs["helmValues"])
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
-    assert fingerprint(env, *PROFILES) == before
-    nothing_lost(env, mesh)
-    assert state_urns(workspace) == [], "the released stack still holds resources"
-    workspace.pulumi("stack", "rm", "migrated", "--yes")
+    released = {"uids": plane_uids(env), "held": state_urns(workspace), "pods": mesh_pods(env),
+                "mesh": snapshot(env),
+                "generation": kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")[
+                    "metadata"]["generation"]}
+    # The runbook's check before the install: the charts, applied server-side as a dry run, change nothing.
+    rendered = workspace.dir / "charts-rendered.yaml"
+    rendered.write_text("".join(helm_on(workspace, "template", release, str(istio_charts() / chart), "--namespace",
+                                        "istio-system", "--values", "istio-values.yaml").stdout
+                                for chart, release in HELM_RELEASES.items()))
+    diff = run(["kubectl", "diff", "--server-side", "-f", str(rendered)], env, check=False)
+    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
+    sampler.start()
+    try:
+        installs = [helm_on(workspace, *shlex.split(command.replace("<charts>", str(istio_charts())))[1:], "--wait",
+                            check=False) for command in outputs["helmCommands"] if command.startswith("helm ")]
+    finally:
+        samples = sampler.stop()
+    return {"outputs": outputs, "moved": moved, "released": released, "diff": diff, "installs": installs,
+            "samples": samples}
+
+
+def test_the_hand_over_to_helm_lets_go_and_every_object_keeps_its_uid(migration, handed_to_helm):
+    released, moved = handed_to_helm["released"], handed_to_helm["moved"]
+    assert released["held"] == [], "the destroyed stack still holds resources"
+    assert released["uids"] == moved["uids"]
+    nothing_lost(migration[0].env, moved["mesh"])
+
+
+def test_the_charts_applied_as_a_dry_run_change_nothing(handed_to_helm):
+    """`kubectl diff --server-side` of both charts' render over the released plane (docs/runbook.md, step 8b)."""
+    diff = handed_to_helm["diff"]
+    assert diff.returncode == 0 and diff.stdout == "", diff.stdout[-3000:] + diff.stderr[-3000:]
+
+
+def test_helm_adopts_the_plane_and_restarts_nothing(migration, handed_to_helm):
+    """The real `helm upgrade --install` of both charts over the live plane: no pod restarted or replaced, istiod's
+    Deployment unchanged, no CR or CRD lost, one injector per profile namespace at every sample, both releases
+    deployed."""
+    env, released = migration[0].env, handed_to_helm["released"]
+    for install in handed_to_helm["installs"]:
+        assert install.returncode == 0, install.stdout + install.stderr
+    assert mesh_pods(env) == released["pods"], "a pod was restarted or replaced by the install"
+    assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"]["generation"] == \
+        released["generation"], "istiod's Deployment changed"
+    assert plane_uids(env) == released["uids"]
+    nothing_lost(env, released["mesh"])
+    one_injector_throughout(handed_to_helm["samples"])
+    listed = json.loads(helm_on(migration[0], "list", "--namespace", "istio-system", "--output", "json").stdout)
+    assert {(r["name"], r["chart"].rsplit("-", 1)[0], r["status"]) for r in listed} == \
+           {(release, chart, "deployed") for chart, release in HELM_RELEASES.items()}
+
+
+def test_a_later_helm_upgrade_with_a_changed_value_works(migration, handed_to_helm):
+    """Helm owns what it renders: a changed value is applied with no conflict with the stack or istioctl."""
+    workspace, env = migration[0], migration[0].env
+    helm_on(workspace, "upgrade", HELM_RELEASES["istiod"], str(istio_charts() / "istiod"), "--namespace",
+            "istio-system", "--values", "istio-values.yaml", "--set", "meshConfig.accessLogEncoding=JSON", "--wait")
+    mesh = yaml.safe_load(kubectl_json(env, "-n", "istio-system", "get", "configmap", "istio-kf-1-30")["data"]["mesh"])
+    assert mesh["accessLogEncoding"] == "JSON"
+    status = json.loads(helm_on(workspace, "status", HELM_RELEASES["istiod"], "--namespace", "istio-system",
+                                "--output", "json").stdout)
+    assert (status["version"], status["info"]["status"]) == (2, "deployed")
+
+
+def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to_helm):
+    """The guard (kept) refuses what `helm uninstall` of the base release deletes, and a CRD's deletion; with the
+    guard's own escape hatch on the one object it protects there, the uninstall succeeds and the chart's keep
+    policy alone keeps every CRD (the guard would have refused those deletes, failing the uninstall), so every CR."""
+    workspace, env = migration[0], migration[0].env
+    before = snapshot(env)
+    guarded = helm_on(workspace, "uninstall", HELM_RELEASES["base"], "--namespace", "istio-system", check=False)
+    assert guarded.returncode != 0 and "failed to delete release" in guarded.stderr, guarded.stderr
+    refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
+    assert refused.returncode != 0 and "kf-istio-migrate protects" in refused.stderr, refused.stderr
+    run(["kubectl", "-n", "istio-system", "annotate", "serviceaccount", "istio-reader-service-account",
+         "kfistio.io/allow-delete=true"], env)
+    helm_on(workspace, "uninstall", HELM_RELEASES["base"], "--namespace", "istio-system")
+    nothing_lost(env, before)
+    listed = json.loads(helm_on(workspace, "list", "--namespace", "istio-system", "--output", "json").stdout)
+    assert [r["name"] for r in listed] == [HELM_RELEASES["istiod"]]
 
 
 def test_old_charm_reinstall_is_refused(migration):
-    """The old istio-pilot charm's install/upgrade path after the migration and the release of the stack
+    """The old istio-pilot charm's install/upgrade path after the migration and the hand-over to Helm
     (`istioctl install` with its flags, what `juju refresh` runs as `istioctl upgrade`): the guard the release kept
     refuses it, naming the migration; no istiod in kubeflow, the default injector and validator still call the new
     istiod, and new pods are injected by it. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in

@@ -33,7 +33,11 @@ INVALID = [
     ({"topology": "migrated", "gatewayNamespace": "istio-system"}, "gatewayNamespace", "not automated yet"),
     ({"topology": "migrated", "rootNamespacePolicy": "drop"}, "rootNamespacePolicy", "must be one of keep, move"),
     ({"topology": "legacy", "createSourceNamespace": "yes"}, "createSourceNamespace", "must be true or false"),
-    ({"topology": "migrated", "handOver": "helm"}, "handOver", "must be one of none, release"),
+    ({"topology": "migrated", "handOver": "flux"}, "handOver", "must be one of none, release, helm"),
+    ({"topology": "legacy", "handOver": "helm"}, "handOver", "hands the migrated plane over"),
+    ({"topology": "migrated", "helmBaseRelease": "Istio_Base"}, "helmBaseRelease", "must be a Helm release name"),
+    ({"topology": "migrated", "helmIstiodRelease": "istio-base"}, "helmIstiodRelease",
+     "must differ from helmBaseRelease"),
     ({"topology": "migrated", "keepGuard": "no"}, "keepGuard", "must be true or false"),
     ({"topology": "legacy", "targetNamespce": "istio-system"}, "targetNamespce", "is not a known key"),
 ]
