@@ -19,6 +19,13 @@ below renders them with the values the hook passes and talks to the API server t
   `istioctl x uninstall`), or on tracks up to 1.16 `istioctl manifest generate` with the charm's flags, every
   object deleted.
 - istio-pilot install/upgrade (`istioctl install`/`upgrade` with its flags): demo.fixture.CHARM_INSTALL.
+- The successor charm, istio-k8s (canonical/istio-k8s-operator at 8c1703f, `src/charm.py`, `src/istioctl.py`), as
+  Charmed Kubeflow's ambient migration deploys it into the `kubeflow` model: its reconcile renders with `istioctl
+  manifest generate --set profile=empty --set values.global.istioNamespace=<model>` and its settings, the `base`
+  component (CRDs; the trailing ServiceAccount dropped) applied server-side without force and `pilot`, `cni`,
+  `ztunnel` applied with force, field manager = the application's name, every object labelled
+  `app.kubernetes.io/instance: <app>-<model>` and `kubernetes-resource-handler-scope: istio-crds|control-plane`.
+  Its `remove` deletes every object of each scope (KubernetesResourceManager.delete): the Istio CRDs included.
 """
 
 from __future__ import annotations
@@ -215,3 +222,45 @@ class JujuModel:
         if words[:2] == ["juju", "remove-application"] and words[2:3] == ["istio-gateway"]:
             return gateway_remove(self.env, self.gateway_generation, self.proxy_image)
         raise ValueError(f"no emulation of {command!r}: add what its hooks do to demo.charm_hooks.JujuModel")
+
+
+SUCCESSOR_APP = "istio-k8s"
+SUCCESSOR_FLAGS = ["--set", "profile=empty", "--set", f"values.global.istioNamespace={MODEL}",
+                   "--set", "meshConfig.accessLogFile=/dev/stdout",
+                   "--set", r"values.sidecarInjectorWebhook.injectedAnnotations.traffic\.sidecar\.istio\.io/"
+                            r"excludeOutboundIPRanges=0.0.0.0/0",
+                   "--set", "values.profile=ambient", "--set", "values.cni.ambient.reconcileIptablesOnStartup=true"]
+"""istio-k8s `_get_istioctl` with its default config (no tracing, no external authorizers, no platform)."""
+
+
+def successor_objects(env: dict[str, str]) -> dict[str, list[dict]]:
+    """scope -> the objects istio-k8s reconciles in that scope, rendered by the pinned istioctl with its flags."""
+    def generate(*components: str) -> list[dict]:
+        enabled = [arg for c in components for arg in ("--set", f"components.{c}.enabled=true")]
+        text = subprocess.run(["istioctl", "manifest", "generate", *SUCCESSOR_FLAGS, *enabled], env=env, check=True,
+                              capture_output=True, text=True).stdout
+        return [d for d in yaml.safe_load_all(text) if d]
+
+    crds = [o for o in generate("base") if o["kind"] != "ServiceAccount"]
+    labels = lambda scope: {"app.kubernetes.io/instance": f"{SUCCESSOR_APP}-{MODEL}",  # noqa: E731
+                            "kubernetes-resource-handler-scope": scope}
+    return {"istio-crds": _labelled(crds, labels("istio-crds")),
+            "control-plane": _labelled(generate("pilot", "cni", "ztunnel"), labels("control-plane"))}
+
+
+def successor_install(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """istio-k8s's reconcile: its CRDs (no force), then its control plane (forced); the output of both."""
+    objects = successor_objects(env)
+    crds = _kubectl(env, ["apply", "--server-side", f"--field-manager={SUCCESSOR_APP}"], objects["istio-crds"],
+                    check=False)
+    plane = _kubectl(env, ["apply", "--server-side", f"--field-manager={SUCCESSOR_APP}", "--force-conflicts"],
+                     objects["control-plane"], check=False)
+    return subprocess.CompletedProcess(plane.args, crds.returncode or plane.returncode, crds.stdout + plane.stdout,
+                                       crds.stderr + plane.stderr)
+
+
+def successor_remove(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """istio-k8s's `remove`: every object of each scope deleted, as if its reconcile had labelled them all."""
+    objects = successor_objects(env)
+    return _kubectl(env, ["delete", "--ignore-not-found"], objects["control-plane"] + objects["istio-crds"],
+                    check=False)

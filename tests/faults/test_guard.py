@@ -34,6 +34,9 @@ ATTEMPTS = {
     "the gateway charm's remove": (lambda env: charm_hooks.gateway_remove(env, "1.24", proxy_image_of(env)), DENIED),
     "the gateway charm's start while still related (old CA_ADDR, no force)":
         (lambda env: charm_hooks.gateway_start(env, "1.24", proxy_image_of(env), check=False), "conflict"),
+    "the successor istio-k8s charm's install in the kubeflow model": (
+        charm_hooks.successor_install, "kf-istio-migrate refuses an istiod in kubeflow"),
+    "the successor istio-k8s charm's remove": (charm_hooks.successor_remove, DENIED),
     "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
                                               "--non-interactive"], "because it is protected"),
     "the old charm's reinstall or upgrade": (CHARM_INSTALL, "kf-istio-migrate refuses an istiod in kubeflow"),
@@ -76,6 +79,9 @@ def test_denied(migrated, attempt):
     assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
     hooks = kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]
     assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
+    assert not [w["metadata"]["name"] for w in kubectl_json(env, "get", "mutatingwebhookconfiguration")["items"]
+                if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])], \
+        "a second injector, calling kubeflow"
     new_pods_get(env, PROFILES[0], NEW)  # at once: no attempt leaves even a moment without a serving istiod
     assert gateway_state(env) == gateway, "the gateway's objects, pods and istiod address are unchanged"
 
