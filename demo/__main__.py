@@ -41,7 +41,7 @@ def main() -> int:
 
     print("[3/4] pulumi up --stack migrated (sampling injectors per namespace during the update)", flush=True)
     try:
-        migration = migrate_and_verify(workspace, fixture.profile_namespaces(size))
+        migration = migrate_and_verify(workspace, fixture.profile_namespaces(size), timeline=True)
     except PulumiFailed as err:
         print(err, file=sys.stderr)
         return 1

@@ -1,5 +1,5 @@
-"""The measured migration: `pulumi up --stack migrated` with the injector sampler, a recorder of every pod and the
-engine's event log running, then the checks and the timeline (demo.timeline)."""
+"""The measured migration: `pulumi up --stack migrated` with the injector sampler running (and, for the demo's
+timeline, a recorder of every pod and the engine's event log), then the checks and the timeline (demo.timeline)."""
 
 from __future__ import annotations
 
@@ -36,38 +36,44 @@ class Migration:
     """The migrated stack's outputs."""
     steps_finished: dict[str, float]
     """Pipeline step pods that finished during the update -> when (time.monotonic(), as the samples' `t`)."""
-    timeline: Timeline
-    """The update's phases, each workload's move and the injectors over time, to draw."""
+    timeline: Timeline | None
+    """The update's phases, each workload's move and the injectors over time, to draw (None unless asked for)."""
 
 
-def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[str, str] | None = None) -> Migration:
+def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[str, str] | None = None,
+                       timeline: bool = False) -> Migration:
     """Migrate the legacy mesh on workspace's cluster, running pulumi with the environment shell (default: the
     workspace's; the tests point its KUBECONFIG at another cluster); raises devcluster.workspace.PulumiFailed if
-    `up` fails. Observations read the workspace's cluster."""
+    `up` fails. Observations read the workspace's cluster. With timeline, every pod and the engine's events are
+    recorded too (a watch of every pod and the event log cost CPU the tests do not need)."""
     env = workspace.env
     before = snapshot(env)
     workspace.init("migrated", env=shell)
     kubeconfig = str(workspace.cluster.kubeconfig)
     sampler = InjectorSampler(kubeconfig, profiles)
     steps = PipelineSteps(env, PIPELINE_STEP_SECONDS)
-    pods = PodRecorder(kubeconfig)
     event_log = workspace.cluster.dir / "engine-events.jsonl"
-    engine = EventLogTail(event_log)
-    for thread in (pods, engine, sampler, steps):
+    recorders = (PodRecorder(kubeconfig), EventLogTail(event_log)) if timeline else ()
+    for thread in (*recorders, sampler, steps):
         thread.start()
     started = time.monotonic()
     try:
         # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
-        workspace.up("migrated", "--event-log", str(event_log),
-                     env=(shell or env) | {"PULUMI_DEBUG_COMMANDS": "true"})
+        traced = ("--event-log", str(event_log)) if timeline else ()
+        workspace.up("migrated", *traced, env=(shell or env) | ({"PULUMI_DEBUG_COMMANDS": "true"} if timeline else {}))
     finally:
         ended = time.monotonic()
-        samples, finished, stamped, pod_events = sampler.stop(), steps.stop(), engine.stop(), pods.stop()
+        samples, finished = sampler.stop(), steps.stop()
+        recorded = [r.stop() for r in recorders]
     seconds = ended - started
     clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
                              env=shell).returncode == 0
     outputs = workspace.outputs("migrated")
     events = proxy_events.read(workspace.cluster.proxy_events)
-    owners = controllers(config.new_client_from_config(config_file=kubeconfig))
+    drawn = None
+    if timeline:
+        pod_events, stamped = recorded
+        owners = controllers(config.new_client_from_config(config_file=kubeconfig))
+        drawn = timeline_of(stamped, pod_events, owners, samples, outputs, started, ended)
     return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events), samples, seconds, outputs,
-                     finished, timeline_of(stamped, pod_events, owners, samples, outputs, started, ended))
+                     finished, drawn)
