@@ -76,7 +76,7 @@ def declare(d: Decisions) -> None:
     if d.steps:
         # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).
         serving = ServingCheck("istiod-serving", d.steps.serving, on_cluster(control_plane))
-        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(serving))
+        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(serving), held_by=control_plane)
         gateway_after = [switch]
     # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
     gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))

@@ -34,6 +34,8 @@ def phase_of(obj: Mapping[str, Any]) -> int:
 class IstioControlPlane(pulumi.ComponentResource):
     def __init__(self, name: str, args: ControlPlaneArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:istio:ControlPlane", name, None, opts)
+        self.prefix = name
+        """What its children's names start with (components.objects.resource_name)."""
         previous: list[pulumi.Resource] = []
         self.resources: dict[str, pulumi.Resource] = {}
         self.istiod_prerequisites: list[pulumi.Resource] = []

@@ -36,9 +36,12 @@ class IngressGateway(pulumi.ComponentResource):
             if args.patches:  # retained: removing the patch must not hand the charm's fields back half-empty
                 options = child_options(self, opts, depends_on=first, retain_on_delete=True)
             else:
+                # The Gateway custom resource is user config (every VirtualService names it): never deleted by this
+                # program, also when a stack stops declaring it.
                 adopt = id_of(dict(obj)) in args.adopt
                 options = child_options(self, opts, import_=object_id(obj) if adopt else None,
-                                        ignore_changes=fields_owned_elsewhere(obj) or None)
+                                        ignore_changes=fields_owned_elsewhere(obj) or None,
+                                        retain_on_delete=obj["kind"] == "Gateway")
             self.resources[f"{obj['kind']}/{obj['metadata']['name']}"] = declare(name, obj, options,
                                                                                patch=args.patches)
         self.register_outputs({"istiodAddress": args.istiod_address, "objects": sorted(self.resources)})

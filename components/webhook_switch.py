@@ -5,7 +5,8 @@ from __future__ import annotations
 import pulumi
 
 from components import PACKAGE
-from components.objects import child_options, declare
+from components.control_plane import IstioControlPlane
+from components.objects import child_options, declare, resource_name
 from migration.args import WebhookSwitchArgs
 from migration.owners import fields_owned_elsewhere
 
@@ -13,12 +14,20 @@ from migration.owners import fields_owned_elsewhere
 class WebhookSwitch(pulumi.ComponentResource):
     """Adopts the default injector and validator and points them at the new istiod: one write each, so every
     namespace has exactly one injector at every instant. Retained on delete: destroying this stack must never
-    leave namespaces with no injector (rolling back points them at the old istiod again)."""
+    leave namespaces with no injector (rolling back points them at the old istiod again).
 
-    def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None):
+    A stack that already holds those webhooks in its control plane (a `legacy` stack that built or adopted the mesh,
+    now rolling back) knows each under that component: the alias makes the switch the same resource, updated in
+    place, where a new one would be imported and the old one deleted at the end of the update, leaving every
+    namespace without its injector."""
+
+    def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None,
+                 held_by: IstioControlPlane | None = None):
         super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
         hooks = [args.injector] + ([args.validator] if args.validator else [])
         self.webhooks = [declare(name, hook, child_options(
             self, opts, import_=hook["metadata"]["name"], retain_on_delete=True,
-            ignore_changes=fields_owned_elsewhere(hook) or None)) for hook in hooks]
+            ignore_changes=fields_owned_elsewhere(hook) or None,
+            aliases=[pulumi.Alias(name=resource_name(held_by.prefix, hook), parent=held_by)] if held_by else None))
+            for hook in hooks]
         self.register_outputs({"switched": [h["metadata"]["name"] for h in hooks]})

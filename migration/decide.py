@@ -137,9 +137,11 @@ def _gateway(cfg: MigrationConfig, topology: render.Topology, live: LiveMesh, ta
     objects, adopt = [], set()
     for obj in whole:
         present = object_id(obj) in live.present
-        if obj["kind"] == "Gateway" and present:
+        if obj["kind"] == "Gateway" and present and object_id(obj) not in live.made_here:
             continue  # the move does not change the Gateway CR: it stays with whoever made it, untouched
-        objects.append(adoptable(obj) if present else obj)
+        # The Gateway CR this stack made is declared as it stands: no force annotation on user config (and none
+        # needed, its fields are the ones it applied).
+        objects.append(adoptable(obj) if present and obj["kind"] != "Gateway" else obj)
         adopt |= {object_id(obj)} if present else set()
     return GatewayArgs(objects=tuple(objects), adopt=frozenset(adopt), istiod_address=topology.istiod_address,
                        target=target)

@@ -97,7 +97,7 @@ def gateway_objects(args: GatewayLayout) -> list[dict[str, Any]]:
         {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(WORKLOAD, labelled),
          "spec": {"minAvailable": 1, "selector": {"matchLabels": POD_LABELS}}},
         {"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
-         "metadata": {"name": GATEWAY_CR, "namespace": args.gateway_cr_namespace},
+         "metadata": {"name": GATEWAY_CR, "namespace": args.gateway_cr_namespace, "labels": dict(MADE_HERE)},
          "spec": {"selector": {"istio": "ingressgateway"},
                   "servers": [{"port": {"number": 8080, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}},
     ]

@@ -130,23 +130,23 @@ def new_pods_get(env: dict[str, str], namespace: str, address: str) -> None:
     run(["kubectl", "-n", namespace, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], env)
 
 
-def up_sampled(workspace: Workspace, stack: str, profiles: list[str]) -> list[dict[str, Any]]:
-    """`pulumi up --stack STACK` while the injector sampler watches profiles; returns its samples."""
+def up_sampled(workspace: Workspace, stack: str, profiles: list[str], *extra: str) -> list[dict[str, Any]]:
+    """`pulumi up --stack STACK [extra...]` while the injector sampler watches profiles; returns its samples."""
     sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
     sampler.start()
     try:
-        workspace.up(stack)
+        workspace.up(stack, *extra)
     finally:
         samples = sampler.stop()
     return samples
 
 
-def roll_back_and_check(workspace: Workspace, profiles: list[str]) -> None:
-    """`pulumi up --stack legacy` with the injector sampler running, then: one injector at every sample, nothing
-    lost, no migrated istiod left, every sidecar and a new pod on the legacy istiod."""
+def roll_back_and_check(workspace: Workspace, profiles: list[str], *extra: str) -> None:
+    """`pulumi up --stack legacy [extra...]` with the injector sampler running, then: one injector at every sample,
+    nothing lost, no migrated istiod left, every sidecar and a new pod on the legacy istiod."""
     env = workspace.env
     before = snapshot(env)
-    one_injector_throughout(up_sampled(workspace, "legacy", profiles))
+    one_injector_throughout(up_sampled(workspace, "legacy", profiles, *extra))
     nothing_lost(env, before)
     assert "istiod-kf-1-30" not in run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
     new_pods_get(env, profiles[-1], LEGACY_ISTIOD)

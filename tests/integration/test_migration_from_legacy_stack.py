@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from demo import fixture
+from demo.observe import kubectl_json
 from tests.integration.test_migration import CHECKS, PROFILES, migrated_mesh, old_charm_purge
 from tests.support import fresh_workspace, purged, roll_back_and_check
 
@@ -24,11 +25,25 @@ def test_migration_from_legacy_stack(migration, check):
     assert ok, f"{check}: {observed}"
 
 
-def test_rollback_to_legacy_after_teardown_and_purge(migration):
-    """The way back after the migration finished (old plane torn down, and the old charm's purge attempted), with a
-    fresh legacy stack as the runbook says (the one that built this mesh has a stale state: its objects were torn
-    down behind its back): a working legacy mesh again, one injector at every sample, nothing lost."""
+def test_rollback_by_the_legacy_stack_that_built_the_mesh(migration):
+    """The way back after the migration finished (old plane torn down, and the old charm's purge attempted), run by
+    the legacy stack that built this mesh: it already holds the default injector and validator in its control
+    plane, and its state still lists the torn-down plane, so `pulumi up --refresh`. A working legacy mesh again, one
+    injector at every sample, nothing lost, and the default webhooks switched back in place: the same objects (UIDs),
+    never deleted and re-created."""
     workspace = migration[0]
-    old_charm_purge(workspace.env)
-    workspace.pulumi("stack", "rm", "legacy", "--force", "--yes", "--preserve-config")
-    roll_back_and_check(workspace, PROFILES)
+    env = workspace.env
+    old_charm_purge(env)
+    defaults = default_webhook_uids(env)
+    assert any(key.startswith("MutatingWebhookConfiguration/") for key in defaults), defaults
+    roll_back_and_check(workspace, PROFILES, "--refresh")
+    after = default_webhook_uids(env)  # now with the legacy plane's own webhooks again, created anew
+    assert {key: after.get(key) for key in defaults} == defaults
+
+
+def default_webhook_uids(env: dict[str, str]) -> dict[str, str]:
+    """kind/name -> uid of the Istio webhooks that are not the migrated revision's: after the move, the default
+    injector (and validator, if any) the switch retargeted; the legacy plane's others are torn down."""
+    return {f"{w['kind']}/{w['metadata']['name']}": w["metadata"]["uid"] for w in kubectl_json(
+        env, "get", "mutatingwebhookconfiguration,validatingwebhookconfiguration")["items"]
+        if "istio" in w["metadata"]["name"] and "kf-1-30" not in w["metadata"]["name"]}

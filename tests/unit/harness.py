@@ -46,6 +46,8 @@ class Registered:
     dependencies: tuple[str, ...]
     provider: str
     inputs: dict[str, Any]
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(name, parent URN) of each alias: the names this resource had under another parent."""
 
     @property
     def kind(self) -> str:
@@ -78,6 +80,7 @@ def run_program(stack: str, config: dict[str, Any], live: LiveMesh, registered: 
                 custom=request.custom, import_id=request.importId, retain_on_delete=request.retainOnDelete,
                 protect=request.protect, ignore_changes=tuple(request.ignoreChanges),
                 dependencies=tuple(request.dependencies), provider=request.provider,
+                aliases=tuple((a.spec.name, a.spec.parentUrn) for a in request.aliases),
                 inputs=rpc.deserialize_properties(request.object) if request.custom else {}))
         return response
 

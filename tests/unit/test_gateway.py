@@ -58,10 +58,17 @@ def test_rolling_back_a_charm_gateway_patches_the_deployment_back_and_protects_n
 def test_the_legacy_stack_makes_whole_objects_and_keeps_the_ones_it_made():
     made = _gateway("legacy", empty_cluster())
     assert not made.patches and not made.adopt
-    assert all(MADE_HERE.items() <= o["metadata"]["labels"].items() for o in made.objects if o["kind"] != "Gateway")
+    assert all(MADE_HERE.items() <= o["metadata"]["labels"].items() for o in made.objects)
     live = charm_install()
     own = _gateway("legacy", dataclasses.replace(live, made_here=live.present))
     assert not own.patches and DEPLOYMENT in own.adopt
+    gateway_cr = ("Gateway", "kubeflow", "kubeflow-gateway")
+    # The Gateway it made stays declared (a second run would otherwise drop it); one the charm made is left alone.
+    assert gateway_cr in live.present
+    mine = _gateway("legacy", dataclasses.replace(live, made_here=live.present))
+    assert gateway_cr in {object_id(o) for o in mine.objects} and gateway_cr in mine.adopt
+    theirs = _gateway("legacy", dataclasses.replace(live, made_here=live.present - {gateway_cr}))
+    assert gateway_cr not in {object_id(o) for o in theirs.objects}
 
 
 def test_patches_are_empty_for_objects_that_are_absent():

@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from components.objects import resource_name
 from migration.plan import PreflightRefused
 from migration.webhooks import injectors, matching_webhooks
 from tests.unit.harness import run_program
@@ -252,6 +253,23 @@ def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
         "the guard is lifted before the way back creates anything (it refuses an istiod in kubeflow)"
 
 
+def test_a_stack_holding_the_default_webhooks_switches_them_in_place():
+    """A legacy stack that built or adopted the mesh holds the default injector and validator in its control plane;
+    rolling back declares them in the switch. Each is aliased to its name there, so the engine updates the same
+    resource instead of importing a new one and deleting the old at the end (every namespace without injector)."""
+    import dataclasses
+    live = charm_install()
+    live = dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
+        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
+        present=live.present | {("Deployment", "istio-system", "istiod-kf-1-30")})
+    registered = run_program("legacy", STACKS["legacy"], live)
+    plane = next(r for r in registered if r.type == "kfistio:istio:ControlPlane")
+    switched = [r for r in registered if r.custom and r.parent.endswith("WebhookSwitch::webhook-switch")]
+    assert {r.object_name for r in switched} == {"istio-revision-tag-default-kubeflow", "istiod-default-validator"}
+    for r in switched:
+        assert [a for a in r.aliases if a[0]] == [(resource_name("control-plane", r.inputs), plane.urn)], r.name
+
+
 def test_destroying_the_migrated_stack_is_refused_and_purge_cannot_select_istiod_pods():
     """`protect` on the migrated plane and the guard: `pulumi destroy` fails before deleting anything. The new
     istiod's pods lack the label `istioctl uninstall --purge` deletes pods by."""
@@ -331,3 +349,10 @@ def test_a_release_before_the_move_is_done_is_refused():
     with pytest.raises(PreflightRefused, match=r"handOver release lets go of a finished move only, but istiod still "
                                                r"runs in kubeflow \(kubeflow/istiod\)"):
         run_program("migrated", {"topology": "migrated", "handOver": "release"}, charm_install())
+
+
+def test_the_gateway_custom_resource_is_never_deleted():
+    """Every VirtualService names the Gateway: a stack that made it retains it, also once it stops declaring it."""
+    registered = run_program("legacy", STACKS["legacy"], empty_cluster())
+    gateway = next(r for r in registered if r.kind == "Gateway")
+    assert gateway.retain_on_delete and gateway.inputs["metadata"]["labels"] == {"kfistio.io/made-by": "legacy-stack"}
