@@ -55,6 +55,12 @@ def istio_charts():
     return toolchain.share_file("charts")
 
 
+def state_urns(workspace: Workspace, stack: str) -> list[str]:
+    """The URNs stack's state holds (`pulumi stack export`)."""
+    exported = json.loads(workspace.pulumi("stack", "export", "--stack", stack).stdout)
+    return [r["urn"] for r in exported["deployment"].get("resources") or []]
+
+
 def poll(condition, timeout: float, what: str):
     """condition's first truthy result within timeout seconds; fails the test naming what it waited for."""
     deadline = time.monotonic() + timeout

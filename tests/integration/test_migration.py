@@ -21,7 +21,7 @@ from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
 from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects, helm,
                            ingress_objects, istio_charts, new_pods_get, nothing_lost, one_injector_throughout, purged,
-                           run)
+                           run, state_urns)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -305,11 +305,6 @@ def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
                [(p["name"], p["port"], p["targetPort"]) for p in want["ports"]]
 
 
-def state_urns(workspace) -> list[str]:
-    exported = yaml.safe_load(workspace.pulumi("stack", "export", "--stack", "migrated").stdout)
-    return [r["urn"] for r in exported["deployment"].get("resources") or []]
-
-
 HELM_RELEASES = {"base": "istio-base", "istiod": "istiod"}
 
 
@@ -348,7 +343,7 @@ def handed_to_helm(migration):
     outputs = workspace.outputs("migrated")
     (workspace.dir / "istio-values.yaml").write_text(outputs["helmValues"])
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
-    released = {"uids": plane_uids(env), "held": state_urns(workspace), "pods": mesh_pods(env),
+    released = {"uids": plane_uids(env), "held": state_urns(workspace, "migrated"), "pods": mesh_pods(env),
                 "mesh": snapshot(env),
                 "generation": kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")[
                     "metadata"]["generation"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shlex
@@ -230,15 +231,18 @@ def test_namespace_by_namespace_strategy():
     assert [previous[r.name] for r in rollouts] == [[]] + [[rollouts[i - 1].name] for i in range(1, len(rollouts))]
 
 
+def stopped_before_the_switch():
+    """The charm's install with istiod-kf-1-30 created beside it, the default injector not yet switched."""
+    live = charm_install()
+    return dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
+        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
+        present=live.present | {("Deployment", "istio-system", "istiod-kf-1-30")})
+
+
 def test_legacy_rolls_back_a_migration_stopped_before_the_switch():
     """A migration stopped after creating istiod-kf-1-30 but before switching the default injector: `legacy` must
     still remove the new plane (restart, verify, tear down), not leave a second istiod behind."""
-    import dataclasses
-    live = charm_install()
-    live = dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
-        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
-        present=live.present | {("Deployment", "istio-system", "istiod-kf-1-30")})
-    registered = run_program("legacy", STACKS["legacy"], live)
+    registered = run_program("legacy", STACKS["legacy"], stopped_before_the_switch())
     teardown = next(r for r in registered if r.name == "teardown-migrated-control-plane" and r.custom)
     assert "istiod-kf-1-30" in teardown.inputs["create"] and "deployment" in teardown.inputs["create"].lower()
     assert [r for r in registered if r.name.startswith("rollout-")], "every workload is restarted on the way back"
@@ -257,12 +261,7 @@ def test_a_stack_holding_the_default_webhooks_switches_them_in_place():
     """A legacy stack that built or adopted the mesh holds the default injector and validator in its control plane;
     rolling back declares them in the switch. Each is aliased to its name there, so the engine updates the same
     resource instead of importing a new one and deleting the old at the end (every namespace without injector)."""
-    import dataclasses
-    live = charm_install()
-    live = dataclasses.replace(live, istiod_deployments=live.istiod_deployments + [
-        {"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
-        present=live.present | {("Deployment", "istio-system", "istiod-kf-1-30")})
-    registered = run_program("legacy", STACKS["legacy"], live)
+    registered = run_program("legacy", STACKS["legacy"], stopped_before_the_switch())
     plane = next(r for r in registered if r.type == "kfistio:istio:ControlPlane")
     switched = [r for r in registered if r.custom and r.parent.endswith("WebhookSwitch::webhook-switch")]
     assert {r.object_name for r in switched} == {"istio-revision-tag-default-kubeflow", "istiod-default-validator"}
