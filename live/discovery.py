@@ -13,13 +13,10 @@ from kubernetes import client, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from live.target import api_client
-from migration.gateway import MADE_HERE
-from migration.mesh import LiveMesh, ObjectId
+from migration.marks import MADE_HERE
+from migration.mesh import CA_SECRET_NAMES, LiveMesh, ObjectId
 from migration.target import KubeTarget
 from migration.workloads import slim
-
-CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
-
 
 def istio_installs(target: KubeTarget, namespace: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Which Istio runs where, read before rendering: every istiod Deployment (label app=istiod, any namespace), and
@@ -53,6 +50,7 @@ def read(target: KubeTarget, ca_namespaces: Iterable[str], look_up: Iterable[dic
             secret = _get(lambda: core.read_namespaced_secret(name, ns))
             if secret is not None:
                 ca_secrets.setdefault(ns, {})[name] = dict(secret.data or {})
+                existing[("Secret", ns, name)] = plain(secret)
     return LiveMesh(
         namespaces=namespaces, crds=crds,
         istiod_deployments=istiod_deployments,

@@ -18,7 +18,7 @@ from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOv
                             WebhookSwitchArgs)
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
-from migration.marks import adoptable, annotated, proven_by_serving_check, protected, purge_proof
+from migration.marks import adoptable, annotated, made_here, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
 from migration.target import KubeTarget
 from migration.version_policy import VersionPlan, check_crds_not_downgraded, crd_versions
@@ -216,9 +216,11 @@ def _namespace(name: str) -> dict[str, Any]:
 
 def _legacy_plane(cfg: MigrationConfig, rendered: list[dict[str, Any]], live: LiveMesh,
                   steps: plan.MigrationPlan | None) -> list[dict[str, Any]]:
-    """The charm's plane as declared: webhooks that exist are adopted as they are live (e.g. deactivated), a
-    rendered injector is deactivated when another webhook injects by default, the switched ones are left to the
-    switch."""
+    """The charm's plane as declared: webhooks found on the cluster are adopted as they are live (e.g.
+    deactivated), a rendered injector is deactivated when another webhook injects by default, the switched ones are
+    left to the switch. What the stack creates carries MADE_HERE, so that its later runs declare it as they created
+    it (a webhook re-declared as it is live would differ in every field the API server defaults). Everything is
+    adoptable, created or found: the same declaration on every run."""
     switched = steps.switched if steps else set()
     live_webhooks = {w["metadata"]["name"]: w for w in live.mutating_webhooks + live.validating_webhooks}
     default_injector = plan.default_injector_name(live)
@@ -227,14 +229,15 @@ def _legacy_plane(cfg: MigrationConfig, rendered: list[dict[str, Any]], live: Li
         name = obj["metadata"]["name"]
         if name in switched:
             continue
-        if obj["kind"].endswith("WebhookConfiguration") and name in live_webhooks:
+        found = object_id(obj) in live.present and object_id(obj) not in live.made_here
+        if obj["kind"].endswith("WebhookConfiguration") and found and name in live_webhooks:
             obj = plan.as_declared(live_webhooks[name], obj["kind"])
         elif obj["kind"] == "MutatingWebhookConfiguration" and default_injector not in (None, name):
             obj = plan.deactivated(obj)  # never a second injector
-        objects.append(obj)
+        objects.append(obj if found else made_here(obj))
     if steps and steps.ca_secret:
         objects.append(steps.ca_secret)
-    return [adoptable(o) if object_id(o) in live.present else o for o in objects]
+    return [adoptable(o) for o in objects]
 
 
 def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target: KubeTarget) -> Decisions:
@@ -261,8 +264,11 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     else:
         now = plan.default_injector_target(live)
         migrated_plane = render.control_plane(renders.migrated)
+        # Also once the way back is done: the stack keeps declaring it as it ran (each step re-runs only if its
+        # triggers change, and then does only what is left), so that its next run proposes nothing.
         rolling_back = ((now is not None and now != (cfg.source_namespace, topology.istiod_service))
-                        or any(object_id(o) in live.present for o in migrated_plane))
+                        or any(object_id(o) in live.present for o in migrated_plane)
+                        or plan.default_path_switched(live))
         steps = (plan.rollback_plan(live, cfg, migrated_plane, topology.istiod_service, guard.OBJECTS)
                  if rolling_back else None)
         objects = _legacy_plane(cfg, rendered, live, steps)

@@ -17,7 +17,7 @@ import dataclasses
 import json
 from typing import Any
 
-from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL, SKIP_AWAIT
+from migration.marks import MADE_HERE, PROTECTED_LABEL, PURGE_SELECTOR_LABEL, SKIP_AWAIT
 
 WORKLOAD = "istio-ingressgateway-workload"
 SERVICE_ACCOUNT = "istio-ingressgateway-workload-service-account"
@@ -27,8 +27,6 @@ CHARM_LABELS = {"install.operator.istio.io/owning-resource": "unknown", "istio.i
                 "operator.istio.io/component": "IngressGateways", "release": "istio"}
 """What the istio-gateway charm's manifest puts on every object it creates (and so what `istioctl uninstall
 --purge` selects them by)."""
-MADE_HERE = {"kfistio.io/made-by": "legacy-stack"}
-"""On the gateway objects the legacy stack created (not on those it found): they stay whole objects of that stack."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,6 +6,9 @@ from typing import Any, Mapping
 
 PROTECTED_LABEL = "kfistio.io/protected"
 """Objects the guard refuses to delete (migration.guard)."""
+MADE_HERE = {"kfistio.io/made-by": "legacy-stack"}
+"""On what the legacy stack created rather than found (the gateway's objects, a CA Secret copied back): it goes on
+declaring them whole."""
 PURGE_SELECTOR_LABEL = "operator.istio.io/component"
 """`istioctl uninstall --purge` deletes every Pod (and object) carrying this label."""
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
@@ -30,6 +33,11 @@ def annotated(obj: Mapping[str, Any], annotations: Mapping[str, str]) -> dict[st
 def adoptable(obj: Mapping[str, Any]) -> dict[str, Any]:
     """obj annotated so that this program may take ownership of fields others applied."""
     return annotated(obj, ADOPT_ANNOTATIONS)
+
+
+def made_here(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """obj labelled as created by the legacy stack."""
+    return _with_metadata(obj, "labels", MADE_HERE)
 
 
 def protected(obj: Mapping[str, Any]) -> dict[str, Any]:

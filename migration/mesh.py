@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
+"""Where istiod finds its CA, in the order it looks: a plugged-in CA (cacerts) wins over the one it creates."""
 ObjectId = tuple[str, str, str]
 """(kind, namespace or "", name) of one Kubernetes object."""
 
@@ -32,9 +34,10 @@ class LiveMesh:
     """The API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (the guard needs it)."""
     kubernetes_version: str = ""
     present: frozenset[ObjectId] = frozenset()
-    """Which of the objects the program may declare (migration.decide.objects_to_look_up) already exist."""
+    """Which of the objects the program may declare (migration.decide.objects_to_look_up, and the CA Secrets read)
+    already exist."""
     made_here: frozenset[ObjectId] = frozenset()
-    """Which of present carry migration.gateway.MADE_HERE (the legacy stack created them)."""
+    """Which of present carry migration.marks.MADE_HERE (the legacy stack created them)."""
     proxy_env: dict[ObjectId, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     """Present Deployments with an `istio-proxy` container (the gateway) -> that container's env, in order."""
 

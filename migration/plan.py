@@ -14,7 +14,8 @@ import dataclasses
 from typing import Any, Mapping
 
 from migration.config import MigrationConfig
-from migration.mesh import LiveMesh
+from migration.marks import PROTECTED_LABEL, made_here
+from migration.mesh import CA_SECRET_NAMES, LiveMesh
 from migration.webhooks import matching_webhooks
 from migration.workloads import Workload
 
@@ -104,6 +105,12 @@ def default_injector_target(live: LiveMesh) -> tuple[str, str] | None:
     return _service(found[0]["webhooks"][0]) if found else None
 
 
+def default_path_switched(live: LiveMesh) -> bool:
+    """This program switched the default injection path once (the injector carries the guard's label, which only
+    the switch puts on a default injector), whichever istiod it sends pods to now."""
+    return any(PROTECTED_LABEL in (w["metadata"].get("labels") or {}) for w in default_injectors(live))
+
+
 def _default_injector(live: LiveMesh) -> dict[str, Any]:
     found = default_injectors(live)
     if len(found) != 1:
@@ -154,7 +161,7 @@ def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> No
 def _ca_secret(live: LiveMesh, origin: str, destination: str) -> dict[str, Any]:
     """A copy of origin's CA Secret (cacerts wins over istio-ca-secret) for destination."""
     source = live.ca_secrets.get(origin, {})
-    name = "cacerts" if "cacerts" in source else "istio-ca-secret"
+    name = next((n for n in CA_SECRET_NAMES if n in source), "istio-ca-secret")
     if name not in source:
         raise PreflightRefused(f"no CA Secret (cacerts or istio-ca-secret) in {origin}: the istiod in {destination} "
                                f"would mint a second root and break mTLS; let istiod create its CA first")
@@ -197,23 +204,28 @@ def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, An
 def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[dict[str, Any]],
                   legacy_service: str, guard: tuple[tuple[str, str, str], ...]) -> MigrationPlan:
     """Plan the way back: the default path returns to the legacy istiod, then the migrated plane (its guard
-    binding first, so the protected objects can go) is removed. CRDs and CRs stay, as always."""
+    binding first, so the protected objects can go) is removed. CRDs and CRs stay, as always.
+
+    The same plan once the way back is done (the legacy stack's later runs): the target namespace's CA Secrets are
+    removed under both names (deleting a missing one is a no-op), and a CA the way back copied into the source
+    namespace stays declared (it carries MADE_HERE): dropping it would delete the root of trust."""
     if not live.crds:
         raise PreflightRefused("no Istio CRDs (*.istio.io) on the cluster: there is no mesh to roll back")
-    copied_back: tuple[dict[str, Any], ...] = ()
+    source = live.ca_secrets.get(cfg.source_namespace, {})
     ca_secret = None
     if live.ca_secrets.get(cfg.target_namespace):  # none if the migration stopped before copying the CA
-        source = live.ca_secrets.get(cfg.source_namespace, {})
         copied = _ca_secret(live, cfg.target_namespace, cfg.source_namespace)
         same = source.get(copied["metadata"]["name"], {}).get("ca-cert.pem") == copied["data"].get("ca-cert.pem")
         if source and not same:
             raise PreflightRefused(f"the CA in {cfg.source_namespace} differs from {cfg.target_namespace}'s: rolling "
                                    f"back would split the root of trust; restore {cfg.source_namespace}'s CA Secret")
-        copied_back = ({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace,
-                                                       "name": copied["metadata"]["name"]}},)
         ca_secret = None if same else copied
-    return _switch(live, cfg.source_namespace, legacy_service, "default", list(migrated_objects) + list(copied_back),
-                   guard, ca_secret)
+    if ca_secret is None and any(("Secret", cfg.source_namespace, name) in live.made_here for name in source):
+        ca_secret = _ca_secret(live, cfg.source_namespace, cfg.source_namespace)
+    target_cas = tuple({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace, "name": name}}
+                       for name in CA_SECRET_NAMES)
+    return _switch(live, cfg.source_namespace, legacy_service, "default", [*migrated_objects, *target_cas], guard,
+                   made_here(ca_secret) if ca_secret else None)
 
 
 def rollout_batches(workloads: tuple[Workload, ...], strategy: str) -> tuple[tuple[Workload, ...], ...]:

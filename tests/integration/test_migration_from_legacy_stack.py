@@ -30,7 +30,7 @@ def test_rollback_by_the_legacy_stack_that_built_the_mesh(migration):
     the legacy stack that built this mesh: it already holds the default injector and validator in its control
     plane, and its state still lists the torn-down plane, so `pulumi up --refresh`. A working legacy mesh again, one
     injector at every sample, nothing lost, and the default webhooks switched back in place: the same objects (UIDs),
-    never deleted and re-created."""
+    never deleted and re-created. Then `pulumi refresh` and `preview --expect-no-changes` on that stack: clean."""
     workspace = migration[0]
     env = workspace.env
     old_charm_purge(env)
@@ -39,6 +39,9 @@ def test_rollback_by_the_legacy_stack_that_built_the_mesh(migration):
     roll_back_and_check(workspace, PROFILES, "--refresh")
     after = default_webhook_uids(env)  # now with the legacy plane's own webhooks again, created anew
     assert {key: after.get(key) for key in defaults} == defaults
+    # A Pulumi user's day-2 habits on the stack that rolled back: it still declares the way back as it ran it.
+    workspace.pulumi("refresh", "--stack", "legacy", "--yes")
+    workspace.pulumi("preview", "--stack", "legacy", "--expect-no-changes", "--diff")
 
 
 def default_webhook_uids(env: dict[str, str]) -> dict[str, str]:

@@ -8,7 +8,8 @@ import dataclasses
 from migration import decide as decide_module
 from migration import render
 from migration.config import from_mapping
-from migration.gateway import MADE_HERE, gateway_patches
+from migration.gateway import gateway_patches
+from migration.marks import MADE_HERE
 from migration.mesh import object_id
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET

@@ -8,9 +8,12 @@ import dataclasses
 import pytest
 
 from migration import plan, render
-from tests.fixtures import recorded
 from migration.config import from_mapping
-from tests.unit.live_mesh import charm_install
+from migration.decide import decide
+from migration.mesh import LiveMesh, object_id
+from tests.fixtures import recorded
+from tests.unit.harness import TARGET
+from tests.unit.live_mesh import LEGACY_ISTIOD, NEW_ISTIOD, charm_install, pod
 
 CFG = from_mapping({"topology": "migrated"})
 LEGACY = recorded.renders(CFG).legacy
@@ -81,12 +84,75 @@ def test_preflight_refusals(mutate, message):
 
 
 def test_rollback_plan_of_a_migration_stopped_before_the_ca_copy():
-    """Nothing in the target namespace holds a CA yet: the way back copies none and removes none."""
+    """Nothing in the target namespace holds a CA yet: the way back copies none; it removes the target's CA under
+    both names as after any move (a no-op here), so that its plan is the same once done."""
     legacy_cfg = from_mapping({"topology": "legacy"})
     migrated_plane = render.control_plane(recorded.renders(CFG).migrated)
     p = plan.rollback_plan(charm_install(), legacy_cfg, migrated_plane, "istiod", ())
     assert p.ca_secret is None
-    assert not any(kind == "Secret" for kind, _, _ in p.teardown)
+    assert {(ns, name) for kind, ns, name in p.teardown if kind == "Secret"} == {
+        ("istio-system", "cacerts"), ("istio-system", "istio-ca-secret")}
     assert ("Deployment", "istio-system", "istiod-kf-1-30") in p.teardown
     assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
             for h in p.default_injector["webhooks"]} == {("kubeflow", "istiod")}
+
+
+LEGACY_CFG = from_mapping({"topology": "legacy"})
+
+
+def _webhooks_as(live: LiveMesh, *declared: dict) -> dict:
+    """live's webhook lists with each of declared in place of the live object of its name."""
+    by_name = {d["metadata"]["name"]: d for d in declared}
+    return {field: [by_name.get(w["metadata"]["name"], w) for w in getattr(live, field)]
+            for field in ("mutating_webhooks", "validating_webhooks")}
+
+
+def _on(live: LiveMesh, address: str) -> LiveMesh:
+    return dataclasses.replace(live, pods=[pod(p["metadata"]["namespace"], p["metadata"]["name"],
+                                               (p["metadata"]["ownerReferences"][0]["kind"],
+                                                p["metadata"]["ownerReferences"][0]["name"]), address)
+                                           for p in live.pods])
+
+
+def moved_and_rolled_back(source_ca: bool = True) -> tuple[LiveMesh, LiveMesh]:
+    """The charm's mesh after a finished move (webhooks switched, pods on the new istiod, the old plane gone, the
+    CA copied; without source_ca, the source namespace's CA was lost since), and after the way back from there (the
+    old plane created again by the legacy stack, so made here, beside the switched webhooks it found)."""
+    charm = charm_install()
+    moved_by = decide(CFG, recorded.renders(CFG), charm, TARGET)
+    migrated_plane = {object_id(o) for o in moved_by.control_plane.objects}
+    legacy_plane = {object_id(o) for o in render.control_plane(LEGACY)}
+    ca = charm.ca_secrets["kubeflow"]
+    moved = dataclasses.replace(
+        _on(charm, NEW_ISTIOD), **_webhooks_as(charm, moved_by.steps.switch.injector, moved_by.steps.switch.validator),
+        istiod_deployments=[{"metadata": {"namespace": "istio-system", "name": "istiod-kf-1-30"}}],
+        ca_secrets={"istio-system": ca, **({"kubeflow": ca} if source_ca else {})},
+        present=(charm.present - legacy_plane) | migrated_plane)
+    back_by = decide(LEGACY_CFG, recorded.renders(LEGACY_CFG), moved, TARGET)
+    copied_back = {object_id(o) for o in back_by.control_plane.objects if o["kind"] == "Secret"}
+    back = dataclasses.replace(
+        _on(charm, LEGACY_ISTIOD), **_webhooks_as(charm, back_by.steps.switch.injector, back_by.steps.switch.validator),
+        ca_secrets={"kubeflow": ca}, present=charm.present | copied_back,
+        made_here=frozenset((legacy_plane - {object_id(w) for w in (back_by.steps.switch.injector,
+                                                                    back_by.steps.switch.validator)}) | copied_back))
+    return moved, back
+
+
+@pytest.mark.parametrize("source_ca", [True, False], ids=["ca-kept", "ca-copied-back"])
+def test_the_way_back_is_declared_the_same_once_done(source_ca):
+    """The legacy stack that rolled back proposes nothing on its next run: it finds the default path switched by
+    this program (now to the legacy istiod) and declares the same steps, switch, CA and outputs as the way back did
+    (a step whose triggers are unchanged does not run again). A CA Secret copied back stays declared: dropping it
+    would delete the root of trust from under the legacy istiod."""
+    moved, back = moved_and_rolled_back(source_ca)
+    during = decide(LEGACY_CFG, recorded.renders(LEGACY_CFG), moved, TARGET)
+    after = decide(LEGACY_CFG, recorded.renders(LEGACY_CFG), back, TARGET)
+    assert after.steps == during.steps and after.lift_guard == during.lift_guard
+    assert after.outputs == during.outputs and after.outputs["rollingBack"] is True
+    assert after.control_plane.objects == during.control_plane.objects, "the plane the way back created, as created"
+    assert len([o for o in during.control_plane.objects if o["kind"] == "Secret"]) == (0 if source_ca else 1)
+
+
+def test_a_mesh_this_program_never_switched_is_not_rolled_back():
+    assert not plan.default_path_switched(charm_install())
+    assert decide(LEGACY_CFG, recorded.renders(LEGACY_CFG), charm_install(), TARGET).steps is None
