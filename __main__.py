@@ -7,6 +7,8 @@ explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
 `legacy` converges on the charm's layout, which after a migration is the way back.
 """
 
+import dataclasses
+import json
 import os
 import pathlib
 
@@ -14,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.checks import ServingCheck, Teardown, Verification
+from components.checks import MeshAnalysis, ServingCheck, Teardown, Verification
 from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
@@ -22,7 +24,7 @@ from components.guard import Guard
 from components.release import HelmHandOver, let_go
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
-from live import discovery, target as live_target
+from live import analyze, discovery, target as live_target
 from migration import config, istioctls, plan, render
 from migration.decide import Decisions, decide, objects_to_look_up
 from migration.secrets import weak_secrets
@@ -41,8 +43,14 @@ def gather_and_decide() -> Decisions:
         renders = render.render_both(cfg, versions)
         live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders),
                               istiods)
+        if cfg.topology == "migrated":  # Istio's own preflight for the plane this stack installs
+            istioctl = istioctls.find(versions.migrated.version, cfg.istioctl)
+            live = dataclasses.replace(live, precheck=analyze.precheck(istioctl, cfg.target_namespace,
+                                                                       target.kubeconfig, target.context))
+            pulumi.log.info(f"istioctl x precheck -i {cfg.target_namespace}: "
+                            f"{'; '.join(map(str, live.precheck)) or 'no issues'}")
         decided = decide(cfg, renders, live, target)
-    except (config.ConfigError, live_target.TargetError, render.RenderError) as err:
+    except (config.ConfigError, live_target.TargetError, render.RenderError, analyze.AnalysisFailed) as err:
         raise pulumi.RunError(str(err)) from None
     except plan.PreflightRefused as err:
         raise pulumi.RunError(f"preflight refused: {err}") from None
@@ -65,8 +73,12 @@ def declare(d: Decisions) -> None:
     provider = k8s.Provider("cluster", kubeconfig=d.target.kubeconfig, context=d.target.context,
                             enable_config_map_mutable=True)
     on_cluster = lambda *after: pulumi.ResourceOptions(providers=[provider], depends_on=list(after))  # noqa: E731
-    # Rolling back: first lift the guard, which refuses what the way back creates (an istiod in the source namespace).
-    lifted = [Teardown("lift-guard", d.lift_guard, on_cluster())] if d.lift_guard else []
+    # Moving (either way): first Istio's analyzers look at the mesh as it is, refusing conflicting webhooks before
+    # any change. Rolling back: then lift the guard, which refuses what the way back creates (an istiod in the
+    # source namespace).
+    analysis = MeshAnalysis("analyze-before", d.steps.verification, on_cluster()) if d.steps else None
+    first = [analysis] if analysis else []
+    lifted = [Teardown("lift-guard", d.lift_guard, on_cluster(*first))] if d.lift_guard else first
     # Phase 1: CRDs (adopted where they exist, with the labels and annotations others put on them; never deleted).
     # Phase 2: the control plane, with the CA copied in before istiod starts (one root of trust). It waits for the
     # CRDs only when they change on the cluster (created, or a new schema).
@@ -97,7 +109,8 @@ def declare(d: Decisions) -> None:
     if d.steps:
         # 5: the in-use gate (no running pod left on the old plane); 6: remove the other control plane, only once
         # this stack owns every CRD (retained on delete).
-        verified = Verification("verify-sidecars", d.steps.verification, on_cluster(rollouts, unmanaged, gateway))
+        verified = Verification("verify-sidecars", d.steps.verification, analysis,
+                                on_cluster(rollouts, unmanaged, gateway))
         teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified, crds))
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
@@ -108,6 +121,8 @@ def declare(d: Decisions) -> None:
         HelmHandOver("helm-hand-over", d.helm_hand_over, on_cluster(crds, control_plane))
     for name, value in d.outputs.items():
         pulumi.export(name, value)
+    if analysis:
+        pulumi.export("analysisBefore", analysis.command.stdout.apply(lambda out: json.loads(out) if out else []))
 
 
 if __name__ == "__main__":

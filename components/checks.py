@@ -15,6 +15,7 @@ from components.objects import child_options
 from components.rollouts import live_command
 from migration.args import ServingCheckArgs, TeardownArgs, VerificationArgs
 from migration.mesh import ObjectId
+from migration.proxies import namespace_of
 from migration.target import KubeTarget
 
 
@@ -33,25 +34,48 @@ class ServingCheck(pulumi.ComponentResource):
         self.register_outputs({"validator": args.validator})
 
 
+def _istioctl_flags(args: VerificationArgs) -> list[str]:
+    return ["--istioctl-version", args.istioctl_version, *(["--istioctl", args.istioctl] if args.istioctl else [])]
+
+
+def analysis_script(args: VerificationArgs) -> str:
+    return live_command("analyze", args.target, "--istio-namespace", namespace_of(args.leaving),
+                        "--revision", args.revisions[1], *_istioctl_flags(args))
+
+
+class MeshAnalysis(pulumi.ComponentResource):
+    """Istio's own analyzers on the mesh before anything changes (`istioctl analyze --all-namespaces`, live.analyze):
+    its messages are what the verification compares with afterwards (`stdout`, the stack output analysisBefore); it
+    fails, before any change, on conflicting injection webhooks (IST0139)."""
+
+    def __init__(self, name: str, args: VerificationArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:MeshAnalysis", name, None, opts)
+        self.command = step(name, analysis_script(args), [args.istiod_address, args.leaving], args.target,
+                            child_options(self, opts), directory=str(REPO))
+        self.register_outputs({"istioNamespace": namespace_of(args.leaving)})
+
+
 def verification_script(args: VerificationArgs) -> str:
     return live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving,
-                        "--istioctl-version", args.istioctl_version, "--timeout", str(args.timeout_seconds),
-                        "--revision", args.revisions[0], "--leaving-revision", args.revisions[1],
-                        *(["--istioctl", args.istioctl] if args.istioctl else []))
+                        "--timeout", str(args.timeout_seconds), "--revision", args.revisions[0],
+                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *_istioctl_flags(args))
 
 
 class Verification(pulumi.ComponentResource):
     """The in-use gate before teardown: fails the update, naming each pod with its owner and why it was not moved,
     while any running pod in the cluster still uses the plane being left or lacks the sidecar its injector would
     give it (the gateway included) -- by its spec, then live: a proxy still connected to the plane being left, or
-    one no destination istiod serves (live.verify; says so when the live view cannot be had)."""
+    one no destination istiod serves (live.verify; says so when the live view cannot be had). Then Istio's analyzers:
+no Error message that MeshAnalysis did not see before the move, no IST0139, and one injecting webhook for a pod of
+every namespace with sidecars (`istioctl x check-inject`)."""
 
-    def __init__(self, name: str, args: VerificationArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: VerificationArgs, analysis: MeshAnalysis,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:Verification", name, None, opts)
         script = verification_script(args)
         # The kubeconfig path is not a trigger: only what is verified decides whether it runs again.
         self.command = step(name, script, [args.istiod_address, args.leaving], args.target,
-                            child_options(self, opts), directory=str(REPO))
+                            child_options(self, opts), directory=str(REPO), stdin=analysis.command.stdout)
         self.register_outputs({"istiodAddress": args.istiod_address})
 
 

@@ -11,7 +11,8 @@ from migration.target import KubeTarget
 
 
 def step(name: str, script: str, triggers: Sequence[str], target: KubeTarget,
-         opts: pulumi.ResourceOptions, directory: str | None = None, stdin: str | None = None) -> command.local.Command:
+         opts: pulumi.ResourceOptions, directory: str | None = None,
+         stdin: pulumi.Input[str] | None = None) -> command.local.Command:
     """A Command that runs script against target (KUBECONFIG from the resolved target, never the shell's).
 
     It runs on create and whenever triggers change (a replacement). Any other input change, such as the path of

@@ -60,7 +60,8 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     try:
         # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
         traced = ("--event-log", str(event_log)) if timeline else ()
-        workspace.up("migrated", *traced, env=(shell or env) | ({"PULUMI_DEBUG_COMMANDS": "true"} if timeline else {}))
+        update = workspace.up("migrated", *traced,
+                              env=(shell or env) | ({"PULUMI_DEBUG_COMMANDS": "true"} if timeline else {}))
     finally:
         ended = time.monotonic()
         samples, finished = sampler.stop(), steps.stop()
@@ -75,5 +76,7 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
         pod_events, stamped = recorded
         owners = controllers(config.new_client_from_config(config_file=kubeconfig))
         drawn = timeline_of(stamped, pod_events, owners, samples, outputs, started, ended)
-    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events), samples, seconds, outputs,
-                     finished, drawn)
+    precheck = next((line[line.index("istioctl x precheck -i"):].strip() for line in update.stdout.splitlines()
+                     if "istioctl x precheck -i" in line), None)
+    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events, precheck), samples, seconds,
+                     outputs, finished, drawn)

@@ -4,6 +4,7 @@ stack really declared."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes import config
@@ -11,8 +12,10 @@ from kubernetes import config
 from demo.observe import kubectl_json
 from devcluster import toolchain
 from devcluster.proxy_events import issuers, lost_control_plane
+from live.analyze import analyze, check_inject, injected_pods
 from live.discovery import pod_view
 from live.verify import proxy_status
+from migration.analysis import errors, new_problems, parse_messages
 from migration.proxies import runs_a_proxy
 from migration.versions import build_of, istiod_image
 from migration.workloads import offenders, proxy_address, service_of
@@ -20,9 +23,10 @@ from migration.workloads import offenders, proxy_address, service_of
 
 def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
            samples: list[dict[str, Any]], second_preview_clean: bool,
-           proxy_events: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+           proxy_events: list[dict[str, Any]], precheck: str | None) -> list[tuple[str, str, bool]]:
     """(check, observed, passed) rows. outputs: `pulumi stack output --json` of the migrated stack; proxy_events:
-    the proxy simulator's log (devcluster.proxy_events) over the update."""
+    the proxy simulator's log (devcluster.proxy_events) over the update; precheck: what the stack's preflight said
+    `istioctl x precheck` found (None if the update's output has no such line)."""
     new_ns, address, old_ns = outputs["controlPlaneNamespace"], outputs["istiodAddress"], outputs["sourceNamespace"]
     new_istiod = address.split(".", 1)[0]  # istioctl names the Deployment like its Service
     counts = [c for s in samples for c in s["injectors"].values()]
@@ -41,9 +45,15 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
     available = next((c["status"] for c in conditions if c["type"] == "Available"), "missing")
     old = sorted(name for ns, name in istiods if ns == old_ns)
     legacy, new_image = outputs["legacyIstiod"], istiod_image(new) if new else "missing"
-    live = proxy_status(str(toolchain.binary("istioctl")), new_ns, outputs["revision"], env["KUBECONFIG"], None)
+    istioctl = str(toolchain.binary("istioctl"))
+    live = proxy_status(istioctl, new_ns, outputs["revision"], env["KUBECONFIG"], None)
     with_proxy = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in view["pods"] if runs_a_proxy(p)}
     lost, roots = lost_control_plane(proxy_events), set().union(*issuers(proxy_events).values())
+    analyzed = analyze(istioctl, new_ns, outputs["revision"], env["KUBECONFIG"])
+    analyzed_before = parse_messages(json.dumps(outputs.get("analysisBefore", [])))
+    judged = new_problems(analyzed_before, analyzed)
+    injections = check_inject(istioctl, injected_pods(view["pods"], address), env["KUBECONFIG"])
+    injected_twice = [c.problem for c in injections if c.problem]
     same_specs = [n for n, spec in before["crd_specs"].items() if after["crd_specs"].get(n) == spec]
     changed_crs = sorted(k for k in before["crs"] if before["crs"][k] != after["crs"].get(k))
     return [
@@ -71,6 +81,14 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
         ("no proxy lost its istiod while its pod ran; one issuing root", f"{len(lost)} lost"
          + (f" (e.g. {lost[0]})" if lost else "") + f", {len(roots)} root(s) over both istiods' certificates",
          not lost and len(roots) == 1),
+        ("istioctl x precheck before the move (preflight)", precheck or "not run",
+         bool(precheck) and "Error [" not in precheck),
+        ("istioctl analyze: no new Error, no IST0139", f"{len(analyzed)} message(s), {len(errors(analyzed))} Error "
+         f"({len(errors(analyzed_before))} before the move)" + (f"; e.g. {judged[0]}" if judged else ""),
+         not judged and outputs.get("analysisBefore") is not None),
+        ("istioctl x check-inject: one injector for a pod of each injected namespace",
+         f"{len(injections)} namespace(s)" + (f"; {injected_twice[0]}" if injected_twice else ""),
+         not injected_twice and bool(injections)),
         ("old control plane removed", f"istiod Deployments left in {old_ns}: {old or 'none'}", not old),
         ("second `pulumi preview` shows no changes", "no changes" if second_preview_clean else "changes",
          second_preview_clean),

@@ -59,3 +59,8 @@ def default_version(configured: Configured = None) -> str:
                           "targetVersion or kf-istio-migrate:istioctl, or run `make setup` and put the toolchain on "
                           "PATH (`eval \"$(.venv/bin/python -m devcluster tools)\"`)")
     return reported_version(named)
+
+
+def cluster_flags(kubeconfig: str | None, context: str | None) -> list[str]:
+    """istioctl's flags for one cluster (none: KUBECONFIG and its current context)."""
+    return [*(["--kubeconfig", kubeconfig] if kubeconfig else []), *(["--context", context] if context else [])]

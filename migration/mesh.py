@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from migration.analysis import AnalysisMessage
+
 CA_SECRET_NAMES = ("cacerts", "istio-ca-secret")
 """Where istiod finds its CA, in the order it looks: a plugged-in CA (cacerts) wins over the one it creates."""
 ObjectId = tuple[str, str, str]
@@ -38,6 +40,8 @@ class LiveMesh:
     already exist."""
     made_here: frozenset[ObjectId] = frozenset()
     """Which of present carry migration.marks.MADE_HERE (the legacy stack created them)."""
+    precheck: tuple[AnalysisMessage, ...] = ()
+    """`istioctl x precheck`'s messages for an install into the target namespace (read by the migrated stack)."""
     proxy_env: dict[ObjectId, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     """Present Deployments with an `istio-proxy` container (the gateway) -> that container's env, in order."""
 

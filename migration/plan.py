@@ -13,6 +13,7 @@ import copy
 import dataclasses
 from typing import Any, Mapping
 
+from migration.analysis import errors
 from migration.config import MigrationConfig
 from migration.marks import PROTECTED_LABEL, made_here
 from migration.mesh import CA_SECRET_NAMES, LiveMesh
@@ -132,6 +133,9 @@ def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> No
                                f"admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes >= 1.30): the "
                                f"guard that keeps the old charm's hooks from deleting the migrated mesh needs it; "
                                f"upgrade the cluster first")
+    if precheck_errors := errors(live.precheck):
+        raise PreflightRefused(f"`istioctl x precheck -i {cfg.target_namespace}` found what would break an install "
+                               f"there: {'; '.join(map(str, precheck_errors))}; fix it first")
     if cfg.source_namespace not in live.namespaces:
         raise PreflightRefused(f"source namespace {cfg.source_namespace} does not exist; set "
                                f"kf-istio-migrate:sourceNamespace to the namespace that runs istiod")

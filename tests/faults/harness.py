@@ -17,12 +17,11 @@ from demo import fixture
 from demo.observe import InjectorSampler, snapshot
 from devcluster.workspace import Workspace
 from tests.faults.proctree import kill_tree
-from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
+from tests.support import DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150, kubeflow_shape=False)
 NEW, OLD = NEW_ISTIOD, LEGACY_ISTIOD
 PROFILES = fixture.profile_namespaces(SIZE)
-DEFAULT_INJECTOR = "istio-revision-tag-default-kubeflow"
 NEW_VALIDATOR = "istio-validator-kf-1-30-istio-system"
 
 

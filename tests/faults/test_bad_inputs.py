@@ -13,7 +13,7 @@ from demo import fixture
 from demo.observe import kubectl_json
 from devcluster import toolchain
 from tests.faults.harness import DEFAULT_INJECTOR
-from tests.support import fingerprint, fresh_workspace, purged, run
+from tests.support import fingerprint, fresh_workspace, opt_in_injector, purged, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)  # with the Kubeflow shape
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -91,6 +91,8 @@ CASES = [
     ("foreign istiod in target", {}, foreign_istiod, "istio-system already runs istiod Deployment(s) ['istiod']"),
     ("different root in target", {}, other_root, "holds a different root certificate"),
     ("no injector on the default path", {}, no_injection_path, "expected exactly one MutatingWebhookConfiguration"),
+    ("webhooks Istio's analyzers find overlapping", {}, lambda env: [opt_in_injector(env, DEFAULT_INJECTOR)],
+     "refused before any change: Error [IST0139] (MutatingWebhookConfiguration opt-in-injector) Webhook overlaps"),
     ("unmanagedPods=fail with a pipeline step running", {"unmanagedPods": "fail"}, None,
      "kubeflow-user-000/pipeline-x-train-1 (Workflow/pipeline-x)"),
 ]

@@ -26,7 +26,7 @@ def test_rollback_from(rollback_point):
         assert left == ["kubeflow/istiod"], f"istiod Deployments after the rollback: {left}"
         run(["kubectl", "-n", "kubeflow", "wait", "deploy/istiod", "--for=condition=Available", "--timeout=60s"],
             mesh.env)
-        every_sidecar_on(mesh.workspace, OLD, NEW)
+        every_sidecar_on(mesh.workspace, OLD, NEW, "legacy")
         new_pods_get(mesh.env, PROFILES[0], OLD)
     finally:
         mesh.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from datetime import datetime
 
@@ -19,9 +20,9 @@ from demo.migrate import migrate_and_verify
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
-from tests.support import (NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod, gateway_objects, helm,
-                           ingress_objects, istio_charts, new_pods_get, nothing_lost, one_injector_throughout, purged,
-                           run, state_urns)
+from tests.support import (DEFAULT_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod,
+                           gateway_objects, helm, ingress_objects, istio_charts, new_pods_get, nothing_lost,
+                           one_injector_throughout, opt_in_injector, purged, run, state_urns)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -30,6 +31,8 @@ CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
           "istio-ca-root-cert identical in every namespace", "new istiod Available", "Istio version kept (the same image)",
           "injectors per profile namespace, every sample", "default validator targets a live Service",
           "workloads moved, by way and kind", "no pod left on the old istiod (gateway included)",
+          "istioctl x precheck before the move (preflight)", "istioctl analyze: no new Error, no IST0139",
+          "istioctl x check-inject: one injector for a pod of each injected namespace",
           "old control plane removed",
           "second `pulumi preview` shows no changes"]
 
@@ -95,6 +98,26 @@ def test_day_two_refresh_and_up_change_nothing(migration):
     policies = run(["kubectl", "get", "validatingwebhookconfiguration", "istio-validator-kf-1-30-istio-system",
                     "-o", "jsonpath={.webhooks[*].failurePolicy}"], env).stdout.split()
     assert policies and set(policies) == {"Fail"}
+
+
+def test_a_second_injector_fails_the_verification_by_istios_analyzers(migration):
+    """A second injector that appears after the analyzers' first look (for pods that opt in by label: preflight, which
+    judges each namespace by its unlabelled pods, does not see it): the verification step, run again by the engine,
+    fails naming IST0139 and the pod `istioctl x check-inject` finds injected twice; without it the step passes."""
+    workspace = migration[0]
+    env = workspace.env
+    verify = next(u for u in state_urns(workspace, "migrated") if u.endswith("command:local:Command::verify-sidecars"))
+    run(["kubectl", "create", "-f", "-"], env, input=json.dumps(opt_in_injector(env, DEFAULT_INJECTOR)))
+    try:
+        failed = workspace.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview", "--replace", verify,
+                                  check=False)
+    finally:
+        run(["kubectl", "delete", "mutatingwebhookconfiguration", "opt-in-injector"], env)
+    assert failed.returncode != 0
+    assert "Error [IST0139] (MutatingWebhookConfiguration opt-in-injector) Webhook overlaps" in failed.stdout, \
+        failed.stdout[-4000:]
+    assert re.search(r"check-inject: kubeflow-apps/asks-for-a-sidecar-\S+: 2 webhooks would inject it", failed.stdout)
+    workspace.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview", "--replace", verify)
 
 
 def test_sampler_ran_at_least_twice_a_second(migration):
@@ -437,7 +460,7 @@ def test_old_charm_reinstall_is_refused(migration):
     assert reinstall.returncode != 0, output[-3000:]
     assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
     assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
-    for kind, name in [("mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow"),
+    for kind, name in [("mutatingwebhookconfiguration", DEFAULT_INJECTOR),
                        ("validatingwebhookconfiguration", "istiod-default-validator")]:
         hooks = kubectl_json(env, "get", kind, name)["webhooks"]
         assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (kind, name)

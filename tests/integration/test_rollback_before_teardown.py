@@ -9,7 +9,7 @@ import pytest
 
 from demo import fixture
 from demo.observe import kubectl_json
-from tests.support import fresh_workspace, purged, roll_back_and_check, run
+from tests.support import DEFAULT_INJECTOR, fresh_workspace, purged, roll_back_and_check, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -28,7 +28,7 @@ def stopped_before_teardown():
             "old_istiod_available": kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
                 "availableReplicas"),
             "injector_services": {h["clientConfig"]["service"]["name"] for h in kubectl_json(
-                env, "get", "mutatingwebhookconfiguration", "istio-revision-tag-default-kubeflow")["webhooks"]}}
+                env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]}}
         yield workspace, failed, observed
 
 

@@ -77,7 +77,7 @@ def _waits_for_crds(live_crds: dict) -> bool:
     waits = any(by_urn[u].kind == "CustomResourceDefinition" or by_urn[u].type == "kfistio:istio:Crds" for u in seen)
     crds = next(r for r in registered if r.type == "kfistio:istio:Crds")
     after = {by_urn[u].parent.split("::")[-1] for u in crds.dependencies if u in by_urn}
-    assert waits or after == {"unmanaged-pods"}, \
+    assert waits or after == {"analyze-before", "unmanaged-pods"}, \
         "unchanged CRDs are imported after the rollouts started (with the unmanaged-pods check), while workloads roll"
     return waits
 

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from migration import plan, render
+from migration.analysis import AnalysisMessage
 from migration.config import from_mapping
 from migration.decide import decide
 from migration.mesh import LiveMesh, object_id
@@ -71,6 +72,11 @@ def refusal(mutate):
     (lambda l: dataclasses.replace(l, ca_secrets={**l.ca_secrets, "istio-system": {
         "istio-ca-secret": {"ca-cert.pem": "T1RIRVI="}}}), "holds a different root certificate"),
     (lambda l: dataclasses.replace(l, ca_secrets={}), "no CA Secret"),
+    (lambda l: dataclasses.replace(l, precheck=(
+        AnalysisMessage("IST0142", "Error", "", "The Kubernetes version v1.27.0 is not supported"),
+        AnalysisMessage("IST0102", "Info", "Namespace default", "The namespace is not enabled"))),
+     "`istioctl x precheck -i istio-system` found what would break an install there: Error [IST0142] () The "
+     "Kubernetes version v1.27.0 is not supported; fix it first"),
     (lambda l: dataclasses.replace(l, mutating_webhooks=l.mutating_webhooks + [
         dict(copy.deepcopy(l.mutating_webhooks[1]), metadata={"name": "second-injector", "labels": {}})]),
      "namespace kubeflow-user-000 is already matched by several injectors"),
@@ -79,7 +85,7 @@ def refusal(mutate):
 ])
 def test_preflight_refusals(mutate, message):
     with pytest.raises(plan.PreflightRefused, match=message.replace("[", r"\[").replace("]", r"\]")
-                       .replace("(s)", r"\(s\)")):
+                       .replace("(s)", r"\(s\)").replace("()", r"\(\)")):
         make_plan(refusal(mutate))
 
 

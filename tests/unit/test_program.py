@@ -72,7 +72,7 @@ def test_exact_resource_set(stack):
 
 
 COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "kfistio:migration:ServingCheck",
-                   "unmanaged-pods": "kfistio:migration:UnmanagedPods",
+                   "unmanaged-pods": "kfistio:migration:UnmanagedPods", "analyze-before": "kfistio:migration:MeshAnalysis",
                    "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown",
                    "ingress-gateway-unlabel-pods-": "kfistio:kubeflow:IngressGateway"}
 
@@ -85,7 +85,8 @@ def test_every_resource_is_parented_to_its_component(stack):
     if stack[0] == "migrated":
         expected += ["kfistio:migration:Guard", "kfistio:migration:Rollouts", "kfistio:migration:WebhookSwitch",
                      "kfistio:migration:UnmanagedPods",
-                     "kfistio:migration:ServingCheck", "kfistio:migration:Verification", "kfistio:migration:Teardown"]
+                     "kfistio:migration:ServingCheck", "kfistio:migration:Verification", "kfistio:migration:Teardown",
+                     "kfistio:migration:MeshAnalysis"]
     assert sorted(components.values()) == sorted(expected)
     assert all(components.get(r.parent, "stack") == "stack" for r in registered if not r.custom)
     for r in registered:

@@ -7,7 +7,7 @@ import dataclasses
 import pathlib
 import shlex
 
-from components.checks import verification_script
+from components.checks import analysis_script, verification_script
 from migration.decide import decide
 from migration.proxies import ConnectedProxy, live_offenders, namespace_of, parse_proxy_status
 from migration.target import KubeTarget
@@ -70,7 +70,8 @@ def test_namespace_of_an_istiod_address():
 
 def test_the_gate_asks_both_planes_with_the_destination_versions_istioctl():
     """decide: the destination's version and configured istioctl, each plane's revision, the rollout timeout; the
-    step's command passes them to live.verify."""
+    step's command passes them to live.verify, and the leaving plane's to live.analyze (the analyzers' look before
+    the move, which live.verify reads on its standard input)."""
     cfg = dataclasses.replace(CFG, istioctl={recorded.PINNED: "/opt/istioctl"}, rollout_timeout_seconds=42)
     args = decide(cfg, recorded.renders(CFG), charm_install(), KubeTarget("/k", "ctx", "https://x")).steps.verification
     assert (args.istiod_address, args.leaving) == (NEW_ISTIOD, LEGACY_ISTIOD)
@@ -81,4 +82,9 @@ def test_the_gate_asks_both_planes_with_the_destination_versions_istioctl():
     flags = dict(zip(command[3::2], command[4::2]))
     assert flags == {"--kubeconfig": "/k", "--context": "ctx", "--istiod": NEW_ISTIOD, "--leaving": LEGACY_ISTIOD,
                      "--istioctl-version": recorded.PINNED, "--timeout": "42", "--revision": "kf-1-30",
-                     "--leaving-revision": "default", "--istioctl": "/opt/istioctl"}
+                     "--leaving-revision": "default", "--istioctl": "/opt/istioctl", "--analysis-before": "-"}
+    command = shlex.split(analysis_script(args))
+    assert command[1:3] == ["-m", "live.analyze"]
+    assert dict(zip(command[3::2], command[4::2])) == {
+        "--kubeconfig": "/k", "--context": "ctx", "--istio-namespace": "kubeflow", "--revision": "default",
+        "--istioctl-version": recorded.PINNED, "--istioctl": "/opt/istioctl"}
