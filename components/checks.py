@@ -58,7 +58,8 @@ class MeshAnalysis(pulumi.ComponentResource):
 def verification_script(args: VerificationArgs) -> str:
     return live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving,
                         "--timeout", str(args.timeout_seconds), "--revision", args.revisions[0],
-                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *_istioctl_flags(args))
+                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *_istioctl_flags(args),
+                        *(["--require-live-view"] if args.require_live_view else []))
 
 
 class Verification(pulumi.ComponentResource):

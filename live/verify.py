@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default="default", help="the destination istiod's istio.io/rev label")
     parser.add_argument("--leaving-revision", default="default", help="the leaving istiod's istio.io/rev label")
     parser.add_argument("--timeout", type=float, default=0, help="seconds to keep re-checking before failing")
+    parser.add_argument("--require-live-view", action="store_true", help="fail while the live view cannot be had, "
+                        "instead of judging by pod specs alone")
     parser.add_argument("--analysis-before", help="`python -m live.analyze`'s output before the move (- for "
                         "standard input): Error messages in it are not new")
     args = parser.parse_args(argv)
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 bad, live_note = live_check(args, istioctl, api, view["pods"])
             except (istioctls.RenderError, LiveViewUnavailable) as err:
                 istioctl, live_note = None, f"live proxy view unavailable, pod specs only: {err}"
+                if args.require_live_view:
+                    bad, live_note = [f"the live proxy view is required (--require-live-view): {err}"], "no live view"
             if istioctl and not bad:
                 try:
                     judged, analyzers_note = analyzers_check(args, istioctl, view["pods"], before)

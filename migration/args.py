@@ -119,6 +119,15 @@ class VerificationArgs:
     """How long restarted pods' proxies get to connect to the destination before the gate fails."""
     revisions: tuple[str, str]
     """The istio.io/rev of the destination's istiods and of the leaving plane's."""
+    require_live_view: bool = False
+    """Fail while the live view cannot be had, instead of judging by pod specs alone (requireLiveView)."""
+
+    @property
+    def judged_by(self) -> str:
+        """Who judges that no pod is left (what the preview shows)."""
+        live = "pod specs, then the control planes' live view (istioctl proxy-status)"
+        return (f"{live}, required: the gate fails while it cannot be had" if self.require_live_view
+                else f"{live}; pod specs alone where that view cannot be had (set requireLiveView to fail instead)")
 
 
 @dataclasses.dataclass(frozen=True)

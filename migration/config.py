@@ -75,6 +75,9 @@ class MigrationConfig:
     steps): `wait` for them to finish, `evict` them (losing their in-flight work), or `fail` before any change."""
     unmanaged_pods_timeout_seconds: int
     """How long `wait` waits for those pods to finish before the update fails, naming them."""
+    require_live_view: bool
+    """The in-use gate fails while the control planes' own view of their proxies cannot be had (`istioctl
+    proxy-status`: no istioctl, no `pods/portforward`, istiod unreachable) instead of judging by pod specs alone."""
     create_source_namespace: bool
     """Whether the legacy stack creates sourceNamespace (true only on clusters where no Juju model made it)."""
     hand_over: str
@@ -197,6 +200,7 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "rolloutTimeoutSeconds": (_positive_int, 600),
     "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
     "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),
+    "requireLiveView": (_bool, False),
     "createSourceNamespace": (_bool, False),
     "handOver": (_one_of(HAND_OVERS), "none"),
     "keepGuard": (_bool, True),
@@ -240,6 +244,7 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         rollout_parallelism=parsed["rolloutParallelism"],
         rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"], unmanaged_pods=parsed["unmanagedPods"],
         unmanaged_pods_timeout_seconds=parsed["unmanagedPodsTimeoutSeconds"],
+        require_live_view=parsed["requireLiveView"],
         create_source_namespace=parsed["createSourceNamespace"], hand_over=parsed["handOver"],
         keep_guard=parsed["keepGuard"], helm_base_release=parsed["helmBaseRelease"],
         helm_istiod_release=parsed["helmIstiodRelease"])

@@ -203,6 +203,7 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
         verification=VerificationArgs(istiod_address=topology.istiod_address, leaving=leaving, target=target,
                                       istioctl_version=version, istioctl=istioctls.configured_for(version, cfg.istioctl),
                                       timeout_seconds=cfg.rollout_timeout_seconds,
+                                      require_live_view=cfg.require_live_view,
                                       revisions=(cfg.control_plane_revision,
                                                  "default" if cfg.topology == "migrated" else cfg.revision)),
         teardown=TeardownArgs(objects=steps.teardown, target=target),
@@ -280,13 +281,14 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     crds = _crds(rendered, live)
     if releases:
         crds = IstioCrdsArgs(crds=tuple(helm.owned_by_release(c, releases) for c in crds.crds), adopt=crds.adopt)
+    moving = _steps(cfg, topology, steps, found, leaving, target,
+                    (renders.versions.migrated if migrated else renders.versions.legacy).version) if steps else None
     return Decisions(
         target=target, crds=crds,
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
                                        objects=tuple(objects), adopt=adopt, protect=migrated),
         gateway=gateway,
-        steps=_steps(cfg, topology, steps, found, leaving, target,
-                     (renders.versions.migrated if migrated else renders.versions.legacy).version) if steps else None,
+        steps=moving,
         guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
@@ -302,6 +304,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
                  "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
                  "removedObjects": len(steps.teardown) if steps else 0,
+                 "inUseGate": moving.verification.judged_by if moving else "no move, no gate",
                  "legacyIstiod": versions.describe(renders.versions.legacy_image),
                  "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
                  "crdSchemas": _crd_schemas(renders.versions, migrated),

@@ -18,6 +18,7 @@ import yaml
 from demo import charm_hooks, fixture, kubeflow
 from demo.migrate import migrate_and_verify
 from demo.observe import InjectorSampler, kubectl_json, snapshot
+from devcluster import toolchain
 from devcluster.cluster import Cluster
 from migration.workloads import proxy_address
 from tests.support import (DEFAULT_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod,
@@ -118,6 +119,21 @@ def test_a_second_injector_fails_the_verification_by_istios_analyzers(migration)
         failed.stdout[-4000:]
     assert re.search(r"check-inject: kubeflow-apps/asks-for-a-sidecar-\S+: 2 webhooks would inject it", failed.stdout)
     workspace.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview", "--replace", verify)
+
+
+def test_the_gate_fails_closed_on_request_when_the_live_view_cannot_be_had(migration):
+    """An istioctl that cannot ask the control planes (here one that fails at once, as it does without
+    `pods/portforward`): the gate judges by pod specs alone and says so, unless --require-live-view (requireLiveView)
+    makes it fail."""
+    workspace = migration[0]
+    gate = [str(toolchain.VENV_BIN / "python"), "-m", "live.verify", "--kubeconfig", str(workspace.cluster.kubeconfig),
+            "--istiod", NEW_ISTIOD, "--leaving", "istiod.kubeflow.svc:15012", "--revision", "kf-1-30",
+            "--istioctl", "false"]
+    open_gate = run(gate, workspace.env, cwd=toolchain.REPO, check=False)
+    assert open_gate.returncode == 0 and "live proxy view unavailable, pod specs only" in open_gate.stdout
+    closed = run([*gate, "--require-live-view"], workspace.env, cwd=toolchain.REPO, check=False)
+    assert closed.returncode == 1
+    assert "the live proxy view is required (--require-live-view): `istioctl proxy-status" in closed.stderr
 
 
 def test_sampler_ran_at_least_twice_a_second(migration):

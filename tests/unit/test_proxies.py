@@ -83,6 +83,11 @@ def test_the_gate_asks_both_planes_with_the_destination_versions_istioctl():
     assert flags == {"--kubeconfig": "/k", "--context": "ctx", "--istiod": NEW_ISTIOD, "--leaving": LEGACY_ISTIOD,
                      "--istioctl-version": recorded.PINNED, "--timeout": "42", "--revision": "kf-1-30",
                      "--leaving-revision": "default", "--istioctl": "/opt/istioctl", "--analysis-before": "-"}
+    assert "--require-live-view" not in command
+    required = dataclasses.replace(args, require_live_view=True)
+    assert shlex.split(verification_script(required))[-1] == "--require-live-view"
+    assert "pod specs alone where that view cannot be had" in args.judged_by
+    assert "required: the gate fails while it cannot be had" in required.judged_by
     command = shlex.split(analysis_script(args))
     assert command[1:3] == ["-m", "live.analyze"]
     assert dict(zip(command[3::2], command[4::2])) == {
