@@ -76,7 +76,13 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
         pod_events, stamped = recorded
         owners = controllers(config.new_client_from_config(config_file=kubeconfig))
         drawn = timeline_of(stamped, pod_events, owners, samples, outputs, started, ended)
-    precheck = next((line[line.index("istioctl x precheck -i"):].strip() for line in update.stdout.splitlines()
-                     if "istioctl x precheck -i" in line), None)
-    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events, precheck), samples, seconds,
-                     outputs, finished, drawn)
+    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events, precheck_said(update.stdout)),
+                     samples, seconds, outputs, finished, drawn)
+
+
+def precheck_said(update_output: str) -> str | None:
+    """The verdict of `istioctl x precheck` the stack's preflight printed in an update's output."""
+    return next((line[line.index(PRECHECK):].strip() for line in update_output.splitlines() if PRECHECK in line), None)
+
+
+PRECHECK = "istioctl x precheck -i"

@@ -3,6 +3,7 @@ then resumed the documented way (`pulumi cancel`, `pulumi up`): the migration co
 
 from __future__ import annotations
 
+from demo.migrate import precheck_said
 from demo.observe import snapshot
 from demo.verification import checks
 from devcluster import proxy_events
@@ -15,11 +16,12 @@ def test_crash_then_resume_converges(resume_point):
         mesh.workspace.init("migrated")
         up_killed_at(mesh.workspace, resume_point)
         cancel_dead_update(mesh.workspace)  # the dead update's lock
-        mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
+        resumed = mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
         second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
         samples = mesh.sampler.stop()
         rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), samples,
-                      second.returncode == 0, proxy_events.read(mesh.workspace.cluster.proxy_events))
+                      second.returncode == 0, proxy_events.read(mesh.workspace.cluster.proxy_events),
+                      precheck_said(resumed.stdout))
         failed = [f"{check}: {observed}" for check, observed, ok in rows if not ok]
         assert not failed, f"after a crash at {resume_point} and a resume: {failed}"
     finally:
