@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--istioctl", help="that istioctl's path (kf-istio-migrate:istioctl)")
     args = parser.parse_args(argv)
     try:
-        istioctl = istioctls.find(args.istioctl_version, args.istioctl) if args.istioctl_version else args.istioctl
+        istioctl = istioctls.named(args.istioctl_version, args.istioctl)
         messages = analyze(istioctl, args.istio_namespace, args.revision, args.kubeconfig, args.context)
     except (istioctls.RenderError, AnalysisFailed) as err:
         print(err, file=sys.stderr)

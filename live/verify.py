@@ -117,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             live_note = "live proxy view not asked: the pod specs already name pods to move"
         else:
             try:
-                istioctl = (istioctls.find(args.istioctl_version, args.istioctl) if args.istioctl_version
-                            else args.istioctl)
+                istioctl = istioctls.named(args.istioctl_version, args.istioctl)
                 bad, live_note = live_check(args, istioctl, api, view["pods"])
             except (istioctls.RenderError, LiveViewUnavailable) as err:
                 istioctl, live_note = None, f"live proxy view unavailable, pod specs only: {err}"

@@ -51,6 +51,11 @@ def find(version: str, configured: Configured = None) -> str:
                       "and " + HOW.format(v=version))
 
 
+def named(version: str | None, path: str | None) -> str | None:
+    """The istioctl a command line names: of version (`find`, path being the configured one), else path as given."""
+    return find(version, path) if version else path
+
+
 def default_version(configured: Configured = None) -> str:
     """What the operator's istioctl reports: the configured path, else `istioctl` on PATH (a fresh cluster)."""
     named = configured if isinstance(configured, str) else shutil.which("istioctl")
