@@ -67,8 +67,8 @@ class Verification(pulumi.ComponentResource):
     while any running pod in the cluster still uses the plane being left or lacks the sidecar its injector would
     give it (the gateway included) -- by its spec, then live: a proxy still connected to the plane being left, or
     one no destination istiod serves (live.verify; says so when the live view cannot be had). Then Istio's analyzers:
-no Error message that MeshAnalysis did not see before the move, no IST0139, and one injecting webhook for a pod of
-every namespace with sidecars (`istioctl x check-inject`)."""
+    no Error message that MeshAnalysis did not see before the move, no IST0139, and one injecting webhook for a pod
+    of every namespace with sidecars (`istioctl x check-inject`)."""
 
     def __init__(self, name: str, args: VerificationArgs, analysis: MeshAnalysis,
                  opts: pulumi.ResourceOptions | None = None):

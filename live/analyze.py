@@ -34,13 +34,22 @@ class AnalysisFailed(RuntimeError):
     """istioctl could not analyze the cluster (the message names the command and its last line of output)."""
 
 
+def _run(istioctl: str, args: list[str], kubeconfig: str | None,
+         context: str | None) -> subprocess.CompletedProcess:
+    return subprocess.run([istioctl, *args, *istioctls.cluster_flags(kubeconfig, context)], capture_output=True,
+                          text=True)
+
+
+def _failed(args: list[str], proc: subprocess.CompletedProcess) -> AnalysisFailed:
+    last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+    return AnalysisFailed(f"`istioctl {' '.join(args)}` failed (exit {proc.returncode}): {last}")
+
+
 def _istioctl(istioctl: str, args: list[str], kubeconfig: str | None, context: str | None,
               ok: tuple[int, ...] = (0,)) -> str:
-    proc = subprocess.run([istioctl, *args, *istioctls.cluster_flags(kubeconfig, context)], capture_output=True,
-                          text=True)
+    proc = _run(istioctl, args, kubeconfig, context)
     if proc.returncode not in ok:
-        last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        raise AnalysisFailed(f"`istioctl {' '.join(args)}` failed (exit {proc.returncode}): {last}")
+        raise _failed(args, proc)
     return proc.stdout
 
 
@@ -55,13 +64,12 @@ def precheck(istioctl: str, istio_namespace: str, kubeconfig: str | None = None,
              context: str | None = None) -> tuple[AnalysisMessage, ...]:
     """The messages of `istioctl x precheck` for an install into istio_namespace, Info and up (it exits non-zero
     on any Warning; judging them is the caller's)."""
-    out = subprocess.run([istioctl, "x", "precheck", "-i", istio_namespace, "-o", "json", "--output-threshold", "Info",
-                          *istioctls.cluster_flags(kubeconfig, context)], capture_output=True, text=True)
+    args = ["x", "precheck", "-i", istio_namespace, "-o", "json", "--output-threshold", "Info"]
+    proc = _run(istioctl, args, kubeconfig, context)
     try:
-        return parse_messages(out.stdout)
+        return parse_messages(proc.stdout)
     except (json.JSONDecodeError, KeyError, TypeError):
-        raise AnalysisFailed(f"`istioctl x precheck -i {istio_namespace}` failed (exit {out.returncode}): "
-                             f"{(out.stderr.strip() or 'no output').splitlines()[-1]}") from None
+        raise _failed(args, proc) from None
 
 
 def injected_pods(pods: Iterable[dict], istiod: str) -> list[tuple[str, str]]:

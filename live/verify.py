@@ -141,5 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{moved} proxies use {args.istiod}; {len(bad)} pod(s) still need moving off {args.leaving}; {live_note}")
     return 1 if bad or judged else 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
