@@ -67,9 +67,12 @@ def precheck(istioctl: str, istio_namespace: str, kubeconfig: str | None = None,
     args = ["x", "precheck", "-i", istio_namespace, "-o", "json", "--output-threshold", "Info"]
     proc = _run(istioctl, args, kubeconfig, context)
     try:
-        return parse_messages(proc.stdout)
+        messages = parse_messages(proc.stdout)
     except (json.JSONDecodeError, KeyError, TypeError):
         raise _failed(args, proc) from None
+    if proc.returncode != 0 and not messages:  # it could not look: that is no verdict of "no issues"
+        raise _failed(args, proc)
+    return messages
 
 
 def injected_pods(pods: Iterable[dict], istiod: str) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from demo.migrate import migrate_and_verify
 from demo.observe import InjectorSampler, kubectl_json, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
+from live import analyze
 from migration.workloads import proxy_address
 from tests.support import (DEFAULT_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod,
                            gateway_objects, helm, ingress_objects, istio_charts, new_pods_get, nothing_lost,
@@ -134,6 +135,13 @@ def test_the_gate_fails_closed_on_request_when_the_live_view_cannot_be_had(migra
     closed = run([*gate, "--require-live-view"], workspace.env, cwd=toolchain.REPO, check=False)
     assert closed.returncode == 1
     assert "the live proxy view is required (--require-live-view): `istioctl proxy-status" in closed.stderr
+
+
+def test_a_precheck_that_cannot_look_is_no_verdict(tmp_path):
+    """`istioctl x precheck` exits 1 with nothing on standard output when it cannot reach the cluster, as it does for
+    warnings; that must refuse the preflight, not read as "no issues"."""
+    with pytest.raises(analyze.AnalysisFailed, match="failed to setup client"):
+        analyze.precheck(str(toolchain.binary("istioctl")), "istio-system", str(tmp_path / "no-kubeconfig"))
 
 
 def test_sampler_ran_at_least_twice_a_second(migration):
