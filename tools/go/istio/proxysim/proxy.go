@@ -108,7 +108,8 @@ func (p *proxy) start(ctx context.Context) (*adsc.ADSC, error) {
 			SecretManager: staticSecrets{item},
 			BackoffPolicy: backoff.NewExponentialBackOff(backoff.Option{InitialInterval: 500 * time.Millisecond,
 				MaxInterval: 10 * time.Second}),
-			GrpcOpts: []grpc.DialOption{grpc.WithContextDialer(watch.dial), grpc.WithStatsHandler(watch)},
+			GrpcOpts: append([]grpc.DialOption{grpc.WithContextDialer(watch.dial), grpc.WithStatsHandler(watch)},
+				p.faults()...),
 		},
 		InitialDiscoveryRequests: []*discovery.DiscoveryRequest{{TypeUrl: v3.ClusterType}, {TypeUrl: v3.ListenerType}},
 	})
@@ -124,6 +125,14 @@ func (p *proxy) start(ctx context.Context) (*adsc.ADSC, error) {
 }
 
 // drain keeps adsc's update channels from filling up; the simulator reads nothing from them.
+// faults are the dial options of the faults a test asked of this pod (RejectConfigAnnotation).
+func (p *proxy) faults() []grpc.DialOption {
+	if reason := p.pod.Annotations[RejectConfigAnnotation]; reason != "" {
+		return []grpc.DialOption{grpc.WithChainStreamInterceptor(rejecting(reason))}
+	}
+	return nil
+}
+
 func drain(ctx context.Context, client *adsc.ADSC) {
 	for {
 		select {
