@@ -19,6 +19,14 @@ class ConnectedProxy:
     pod: str
     version: str
     """ISTIO_VERSION the proxy reports (its build)."""
+    sync: tuple[tuple[str, str, str], ...] = ()
+    """(xDS type, status, last error) per type the proxy watches, as istiod reports it: SYNCED (the proxy ACKed
+    what was sent last), STALE (not yet), ERROR (it NACKed: the error it sent), NOT_SENT (nothing to send)."""
+
+    def unsynced(self) -> list[str]:
+        """'LDS ERROR: why' for each type not in sync (SYNCED and NOT_SENT are in sync)."""
+        return [f"{kind} {status}" + (f": {error}" if error else "") for kind, status, error in self.sync
+                if status not in ("SYNCED", "NOT_SENT")]
 
 
 def parse_proxy_status(text: str) -> list[ConnectedProxy]:
@@ -45,8 +53,21 @@ def parse_proxy_status(text: str) -> list[ConnectedProxy]:
             pod_and_ns = parts[2] if len(parts) > 2 else parts[0]
             namespace = meta.get("NAMESPACE") or pod_and_ns.rsplit(".", 1)[-1]
             pod = pod_and_ns[:-len(namespace) - 1] if pod_and_ns.endswith(f".{namespace}") else pod_and_ns
-            found.append(ConnectedProxy(istiod, namespace, pod, meta.get("ISTIO_VERSION", "")))
+            sync = tuple((_short_type(c.get("typeUrl", "")), c.get("configStatus", "UNKNOWN"),
+                          (c.get("errorState") or {}).get("details", ""))
+                         for c in resource.get("genericXdsConfigs") or [])
+            found.append(ConnectedProxy(istiod, namespace, pod, meta.get("ISTIO_VERSION", ""), sync))
     return found
+
+
+XDS_TYPES = {"Cluster": "CDS", "Listener": "LDS", "ClusterLoadAssignment": "EDS", "RouteConfiguration": "RDS",
+             "Secret": "SDS"}
+
+
+def _short_type(type_url: str) -> str:
+    """CDS for type.googleapis.com/envoy.config.cluster.v3.Cluster, as istioctl proxy-status names the columns."""
+    name = type_url.rsplit(".", 1)[-1]
+    return XDS_TYPES.get(name, name)
 
 
 def runs_a_proxy(pod: Mapping[str, Any]) -> bool:

@@ -63,7 +63,9 @@ def slim(pod: Mapping[str, Any]) -> dict[str, Any]:
             "spec": {"hostNetwork": spec.get("hostNetwork", False), "containers": proxy},
             "status": {"phase": status.get("phase"),
                        "ready": any(c["type"] == "Ready" and c["status"] == "True"
-                                    for c in status.get("conditions") or [])}}
+                                    for c in status.get("conditions") or []),
+                       "proxyRestarts": sum(c.get("restartCount", 0) for c in status.get("containerStatuses") or []
+                                            if c["name"] == "istio-proxy")}}
 
 
 def proxy_address(pod: Mapping[str, Any]) -> str | None:

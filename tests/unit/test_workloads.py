@@ -132,10 +132,13 @@ def test_slim_keeps_what_the_rules_read():
             "spec": {"containers": [{"name": "main", "image": "x", "env": [{"name": "A", "value": "1"}]},
                                     {"name": "istio-proxy", "env": [{"name": "CA_ADDR", "value": LEGACY_ISTIOD},
                                                                     {"name": "ISTIO_META_X", "value": "y"}]}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                       "containerStatuses": [{"name": "main", "restartCount": 5},
+                                             {"name": "istio-proxy", "restartCount": 2}]}}
     small = slim(full)
     assert small["spec"]["containers"] == [{"name": "istio-proxy", "env": [{"name": "CA_ADDR", "value": LEGACY_ISTIOD}]}]
-    assert small["status"] == {"phase": "Running", "ready": True} and "managedFields" not in small["metadata"]
+    assert small["status"] == {"phase": "Running", "ready": True, "proxyRestarts": 2}
+    assert "managedFields" not in small["metadata"]
     assert needs_move(small, LEGACY_ISTIOD, {}, WEBHOOKS, PLANES)
 
 
