@@ -16,6 +16,7 @@ import subprocess
 import yaml
 
 from demo import charm_hooks, kubeflow
+from demo.profile_controller import OWNER_ANNOTATION, created_labels
 
 CHARM_INSTALL = ["istioctl", "install", "-y", *charm_hooks.CHARM_FLAGS, "--set", "meshConfig.accessLogFile=/dev/stdout"]
 
@@ -88,9 +89,9 @@ def user_objects(size: FixtureSize) -> list[dict]:
     """What Kubeflow users and its profile controller create (pure)."""
     objs: list[dict] = []
     for ns in profile_namespaces(size):
-        objs.append({"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": ns, "labels": {"istio-injection": "enabled", "app.kubernetes.io/part-of":
-                                                         "kubeflow-profile"}}})
+        objs.append({"apiVersion": "v1", "kind": "Namespace",  # as the profile controller creates it
+                     "metadata": {"name": ns, "labels": created_labels(),
+                                  "annotations": {OWNER_ANNOTATION: f"{ns}@example.com"}}})
         objs.append({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
                      "metadata": {"name": "ns-owner-access-istio", "namespace": ns},
                      "spec": {"rules": [{"from": [{"source": {"principals": [
