@@ -33,6 +33,7 @@ from kubernetes import client, config
 from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
 from live.watch import WatchFailed, WorkloadWatch, key, only
+from migration.account import account_line
 from migration.rollout_status import RolloutFailed, rolled_out, sequential_pod_starts
 from migration.workloads import Workload
 
@@ -80,9 +81,9 @@ def longest_first(workloads: list[Workload], objects: Mapping[str, Mapping[str, 
 
 
 def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], timeout: int,
-                errors: list[BaseException]) -> None:
+                errors: list[BaseException], seconds: dict[Workload, float]) -> None:
     """Restart each workload once it holds a slot; watch them all (one watch per kind) until each has rolled out
-    (or failed: appended to errors), giving its slot back then."""
+    (its seconds recorded) or failed (appended to errors), giving its slot back then."""
     watched = WorkloadWatch(api, {w.namespace for w in workloads}, {w.kind for w in workloads})
     pending, moving, seen = longest_first(workloads, watched.snapshot()), {}, 0
 
@@ -111,7 +112,8 @@ def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], 
                         raise Failed(f"{_key(workload)} was deleted while it rolled out")
                     if obj["metadata"].get("generation", 0) >= generation and rolled_out(obj):
                         done(workload)
-                        print(f"rolled out {_key(workload)} in {time.monotonic() - began:.1f}s", flush=True)
+                        seconds[workload] = time.monotonic() - began
+                        print(f"rolled out {_key(workload)} in {seconds[workload]:.1f}s", flush=True)
                     elif time.monotonic() - began > timeout:
                         raise Failed(f"{_key(workload)} did not roll out within {timeout}s "
                                      f"(rolloutTimeoutSeconds); see `kubectl -n {workload.namespace} rollout "
@@ -123,9 +125,9 @@ def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], 
 
 
 def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, workloads: list[Workload],
-              errors: list[BaseException]) -> None:
+              errors: list[BaseException], seconds: dict[Workload, float]) -> None:
     """Evict each workload's pods (live.evict), as many workloads at once as slots allow (workers take them from a
-    queue, holding a slot each)."""
+    queue, holding a slot each); records how long each took."""
     todo: queue.Queue[Workload] = queue.Queue()
     for workload in workloads:
         todo.put(workload)
@@ -144,7 +146,9 @@ def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, wor
                 Slots.give_back(slot)
                 return
             try:
+                began = time.monotonic()
                 move_workload(meshes[workload.namespace], workload)
+                seconds[workload] = time.monotonic() - began
             except _FAILURES as err:
                 errors.append(Failed(f"{_key(workload)}: {err}"))
             finally:
@@ -171,6 +175,25 @@ def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: li
     return [w for w in workloads if _key(w) in left]
 
 
+def move(api: client.ApiClient, args: argparse.Namespace, named: list[Workload],
+         ) -> tuple[dict[Workload, float], list[BaseException]]:
+    """Move the named workloads that still have a pod on args.leaving (restarts and evictions side by side, within
+    the wave's slots); returns the seconds each moved one took, and what failed."""
+    left = still_to_move(api, args, named) if named else []
+    for workload in sorted(set(named) - set(left)):
+        print(f"{_key(workload)}: no pod left on {args.leaving}, not moved again", flush=True)
+    slots, errors, seconds = Slots(args.wave, args.limit), [], {}
+    evicting = threading.Thread(target=evict_all, args=(api, args, slots, [w for w in left if w.evict_because],
+                                                        errors, seconds))
+    evicting.start()
+    try:
+        restart_all(api, slots, [w for w in left if not w.evict_because], args.timeout, errors, seconds)
+    except WatchFailed as err:  # reading the workloads failed: report it once the evictions end
+        errors.insert(0, err)
+    evicting.join()
+    return seconds, errors
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for flag in ("--kubeconfig", "--context", "--wave", "--leaving", "--istiod"):
@@ -178,24 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, required=True)
     parser.add_argument("--limit", type=int, required=True)
     args = parser.parse_args(argv)
-    named = plan_workloads(json.load(sys.stdin))
     api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-    left = still_to_move(api, args, named) if named else []
-    for workload in sorted(set(named) - set(left)):
-        print(f"{_key(workload)}: no pod left on {args.leaving}, not moved again", flush=True)
-    slots, errors = Slots(args.wave, args.limit), []
-    evicting = threading.Thread(target=evict_all, args=(api, args, slots, [w for w in left if w.evict_because],
-                                                        errors))
-    evicting.start()
-    try:
-        restart_all(api, slots, [w for w in left if not w.evict_because], args.timeout, errors)
-    except WatchFailed as err:  # reading the workloads failed: report it once the evictions end
-        errors.insert(0, err)
-    evicting.join()
+    moved, errors = move(api, args, plan_workloads(json.load(sys.stdin)))
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
-    print(f"moved {len(left) - len(errors)} of {len(left)} workload(s) in "
-          f"{len({w.namespace for w in left})} namespace(s)", flush=True)
+    print(f"moved {len(moved)} of {len(moved) + len(errors)} workload(s) in "
+          f"{len({w.namespace for w in moved})} namespace(s)", flush=True)
+    print(account_line(moved), flush=True)
     return 1 if errors else 0
 
 
