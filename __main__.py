@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.canary import Canary, CanaryPutBack
 from components.checks import MeshAnalysis, ServingCheck, Teardown, Verification
 from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
@@ -26,6 +27,7 @@ from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import analyze, discovery, target as live_target
 from migration import config, istioctls, plan, render
+from migration.account import move_account
 from migration.decide import Decisions, decide, objects_to_look_up
 from migration.secrets import weak_secrets
 from migration.version_policy import plan_versions
@@ -50,6 +52,7 @@ def gather_and_decide() -> Decisions:
             pulumi.log.info(f"istioctl x precheck -i {cfg.target_namespace}: "
                             f"{'; '.join(map(str, live.precheck)) or 'no issues'}")
         decided = decide(cfg, renders, live, target)
+        pulumi.log.info(f"this update: {decided.outputs['phase']}")
     except (config.ConfigError, live_target.TargetError, render.RenderError, analyze.AnalysisFailed) as err:
         raise pulumi.RunError(str(err)) from None
     except plan.PreflightRefused as err:
@@ -84,18 +87,27 @@ def declare(d: Decisions) -> None:
     # CRDs only when they change on the cluster (created, or a new schema).
     crds = IstioCrds("istio-crds", d.crds, on_cluster(*lifted)) if d.crds.change_the_cluster else None
     control_plane = IstioControlPlane("control-plane", d.control_plane, on_cluster(*lifted, *([crds] if crds else [])))
-    gateway_after, switch, teardown = [control_plane], None, None
+    gateway_after, switch, teardown, canary = [control_plane], None, None, None
+    moving = d.steps and not d.steps.canary_only
     if d.steps:
-        # Phase 3: once the destination istiod serves, point the default injector and validator at it (one write each).
+        # Phase 3: once the destination istiod serves, the canary namespaces move and are proven (if asked); then
+        # point the default injector and validator at it (one write each).
         serving = ServingCheck("istiod-serving", d.steps.serving, on_cluster(control_plane))
-        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(serving), held_by=control_plane)
+        if d.steps.canary:
+            canary = Canary("canary", d.steps.canary, on_cluster(serving))
+    if moving:
+        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(canary or serving), held_by=control_plane)
         gateway_after = [switch]
-    # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
-    gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))
-    if d.steps:
-        # Phase 4: restart or evict every workload in the mesh, wait for (or evict) pods no workload covers.
-        rollouts = Rollouts("rollout", d.steps.rollouts, on_cluster(switch))
-        unmanaged = UnmanagedPods("unmanaged-pods", d.steps.unmanaged, on_cluster(switch))
+    if not d.steps or moving:
+        # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).
+        gateway = IngressGateway("ingress-gateway", d.gateway, on_cluster(*gateway_after))
+    if moving:
+        # Phase 4: restart or evict every workload in the mesh, wait for (or evict) pods no workload covers. On the
+        # way back, canary namespaces first return to the default injection path.
+        moved_after = [switch, *([CanaryPutBack("canary-put-back", d.steps.put_back, on_cluster(switch))]
+                                 if d.steps.put_back else [])]
+        rollouts = Rollouts("rollout", d.steps.rollouts, on_cluster(*moved_after))
+        unmanaged = UnmanagedPods("unmanaged-pods", d.steps.unmanaged, on_cluster(*moved_after))
     if crds is None:
         # CRDs adopted as they stand: importing them writes nothing on the cluster, so they need not come first, and
         # they are costly: the engine turns each import into steps one at a time, and the program (de)serializes
@@ -105,8 +117,8 @@ def declare(d: Decisions) -> None:
         # rollouts start together and it ends first, so the imports run while the workloads roll. With no switch
         # (the legacy stack, a rollback), they come while istiod starts.
         crds = IstioCrds("istio-crds", d.crds, on_cluster(
-            *lifted, *([unmanaged] if d.steps else control_plane.istiod_prerequisites)))
-    if d.steps:
+            *lifted, *([unmanaged] if moving else control_plane.istiod_prerequisites)))
+    if moving:
         # 5: the in-use gate (no running pod left on the old plane); 6: remove the other control plane, only once
         # this stack owns every CRD (retained on delete).
         verified = Verification("verify-sidecars", d.steps.verification, analysis,
@@ -121,6 +133,13 @@ def declare(d: Decisions) -> None:
         HelmHandOver("helm-hand-over", d.helm_hand_over, on_cluster(crds, control_plane))
     for name, value in d.outputs.items():
         pulumi.export(name, value)
+    if d.steps:
+        # Every workload moved (from each moving command's account line) and every pod left to unmanagedPods.
+        moving_commands = [("canary", canary.command)] if canary else []
+        moving_commands += [("rollout", c) for c in rollouts.commands] if moving else []
+        pulumi.export("moveAccount", pulumi.Output.all(*[c.stdout for _, c in moving_commands]).apply(
+            lambda outputs: move_account(zip([phase for phase, _ in moving_commands], outputs),
+                                         d.outputs["unmanagedPods"])))
     if analysis:
         pulumi.export("analysisBefore", analysis.command.stdout.apply(lambda out: json.loads(out) if out else []))
 

@@ -34,13 +34,13 @@ class ServingCheck(pulumi.ComponentResource):
         self.register_outputs({"validator": args.validator})
 
 
-def _istioctl_flags(args: VerificationArgs) -> list[str]:
+def istioctl_flags(args: VerificationArgs) -> list[str]:
     return ["--istioctl-version", args.istioctl_version, *(["--istioctl", args.istioctl] if args.istioctl else [])]
 
 
 def analysis_script(args: VerificationArgs) -> str:
     return live_command("analyze", args.target, "--istio-namespace", namespace_of(args.leaving),
-                        "--revision", args.revisions[1], *_istioctl_flags(args))
+                        "--revision", args.revisions[1], *istioctl_flags(args))
 
 
 class MeshAnalysis(pulumi.ComponentResource):
@@ -58,7 +58,7 @@ class MeshAnalysis(pulumi.ComponentResource):
 def verification_script(args: VerificationArgs) -> str:
     return live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving,
                         "--timeout", str(args.timeout_seconds), "--revision", args.revisions[0],
-                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *_istioctl_flags(args),
+                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *istioctl_flags(args),
                         *(["--require-live-view"] if args.require_live_view else []))
 
 

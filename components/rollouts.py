@@ -25,10 +25,15 @@ def live_command(module: str, target: KubeTarget, *args: str) -> str:
                        "--context", target.context, *args])
 
 
+def wave_key(target: KubeTarget, leaving: str, istiod: str) -> str:
+    """The wave a moving command's slots belong to: named after the cluster and the move, so only this migration's
+    commands share them."""
+    return f"{target.server}|{leaving}->{istiod}"
+
+
 def rollout_script(args: RolloutsArgs) -> str:
-    """live.rollout within the wave's bound. The wave is named after the cluster and the move, so only this
-    migration's commands share its slots. Which workloads is the command's standard input (rollout_plan)."""
-    wave = f"{args.target.server}|{args.leaving}->{args.istiod_address}"
+    """live.rollout within the wave's bound. Which workloads is the command's standard input (rollout_plan)."""
+    wave = wave_key(args.target, args.leaving, args.istiod_address)
     return live_command("rollout", args.target, "--wave", wave, "--limit", str(args.parallelism),
                         "--leaving", args.leaving, "--istiod", args.istiod_address,
                         "--timeout", str(args.timeout_seconds))

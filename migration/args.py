@@ -131,6 +131,32 @@ class VerificationArgs:
 
 
 @dataclasses.dataclass(frozen=True)
+class CanaryArgs:
+    """The canary phase (live.canary): between the destination istiod serving and the switch of the default
+    injector."""
+
+    namespaces: tuple[str, ...]
+    """canaryNamespaces, relabelled to the destination's revision in one write each."""
+    workloads: tuple[Workload, ...]
+    """Their workloads, moved the way each kind allows (as the rollouts do)."""
+    soak_seconds: int
+    parallelism: int
+    """At most this many of them move at once."""
+    check: VerificationArgs
+    """The planes (the canary gate asks the destination's istiods for its proxies' sync state), the istioctl, and
+    the time the proxies get to connect and sync before the gate fails and the canary is put back."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PutBackArgs:
+    """The way back: every namespace on the migrated plane's revision (a canary) returns to the default injection
+    path, which the switch points at the legacy istiod, before the rollouts move their workloads."""
+
+    revision: str
+    target: KubeTarget
+
+
+@dataclasses.dataclass(frozen=True)
 class TeardownArgs:
     objects: tuple[ObjectId, ...]
     """The other control plane, in deletion order (never CRDs, CRs, the gateway or user namespaces)."""

@@ -75,6 +75,13 @@ class MigrationConfig:
     steps): `wait` for them to finish, `evict` them (losing their in-flight work), or `fail` before any change."""
     unmanaged_pods_timeout_seconds: int
     """How long `wait` waits for those pods to finish before the update fails, naming them."""
+    canary_namespaces: tuple[str, ...]
+    """Namespaces moved first, before the default injector is switched (relabelled to the new revision, their
+    workloads moved, proven on the live mesh by the canary gate, then soaked); empty: the whole mesh in one wave."""
+    canary_soak_seconds: int
+    """How long the canary runs on the new plane before the gate looks again and the rest proceeds."""
+    canary_only: bool
+    """`pulumi up` moves the canary namespaces only and ends; unset it to move the rest."""
     require_live_view: bool
     """The in-use gate fails while the control planes' own view of their proxies cannot be had (`istioctl
     proxy-status`: no istioctl, no `pods/portforward`, istiod unreachable) instead of judging by pod specs alone."""
@@ -138,10 +145,30 @@ def _release_name(key: str, value: Any) -> str:
     return text
 
 
+def _is_whole(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, str)) and str(value).isdigit()
+
+
 def _positive_int(key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit() or int(value) <= 0:
+    if not _is_whole(value) or int(value) <= 0:
         raise ConfigError(key, value, "must be a positive whole number")
     return int(value)
+
+
+def _whole_number(key: str, value: Any) -> int:
+    if not _is_whole(value):
+        raise ConfigError(key, value, "must be a whole number (0 or more)")
+    return int(value)
+
+
+def _namespaces(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(key, value, "must be a list of namespaces (pulumi config set --path "
+                                      f"'{PROJECT}:{key}[0]' <namespace>)")
+    names = tuple(_namespace(f"{key}[{i}]", item) for i, item in enumerate(value))
+    if len(set(names)) != len(names):
+        raise ConfigError(key, value, "must not name a namespace twice")
+    return names
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -201,6 +228,9 @@ _SCHEMA: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "unmanagedPods": (_one_of(UNMANAGED_POD_POLICIES), "wait"),
     "unmanagedPodsTimeoutSeconds": (_positive_int, 3600),
     "requireLiveView": (_bool, False),
+    "canaryNamespaces": (_namespaces, ()),
+    "canarySoakSeconds": (_whole_number, 60),
+    "canaryOnly": (_bool, False),
     "createSourceNamespace": (_bool, False),
     "handOver": (_one_of(HAND_OVERS), "none"),
     "keepGuard": (_bool, True),
@@ -234,6 +264,15 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         raise ConfigError("gatewayNamespace", parsed["gatewayNamespace"],
                           f"must be sourceNamespace ({parsed['sourceNamespace']}): moving the gateway changes its "
                           f"identity in every ns-owner-access-istio AuthorizationPolicy, which is not automated yet")
+    if parsed["canaryOnly"] and not parsed["canaryNamespaces"]:
+        raise ConfigError("canaryOnly", True, "needs canaryNamespaces: the namespaces to move first")
+    if parsed["canaryNamespaces"] and parsed["topology"] != "migrated":
+        raise ConfigError("canaryNamespaces", list(parsed["canaryNamespaces"]),
+                          "applies to the migrated stack (the move); the way back puts every namespace back at once")
+    planes = {parsed["sourceNamespace"], parsed["targetNamespace"], parsed["gatewayNamespace"]}
+    if clash := sorted(planes & set(parsed["canaryNamespaces"])):
+        raise ConfigError("canaryNamespaces", list(parsed["canaryNamespaces"]),
+                          f"must not name {clash[0]}: a control plane's or the gateway's namespace is not a canary")
     return MigrationConfig(
         topology=parsed["topology"], source_namespace=parsed["sourceNamespace"],
         target_namespace=parsed["targetNamespace"], revision=parsed["revision"],
@@ -244,7 +283,8 @@ def from_mapping(raw: Mapping[str, Any]) -> MigrationConfig:
         rollout_parallelism=parsed["rolloutParallelism"],
         rollout_timeout_seconds=parsed["rolloutTimeoutSeconds"], unmanaged_pods=parsed["unmanagedPods"],
         unmanaged_pods_timeout_seconds=parsed["unmanagedPodsTimeoutSeconds"],
-        require_live_view=parsed["requireLiveView"],
+        require_live_view=parsed["requireLiveView"], canary_namespaces=parsed["canaryNamespaces"],
+        canary_soak_seconds=parsed["canarySoakSeconds"], canary_only=parsed["canaryOnly"],
         create_source_namespace=parsed["createSourceNamespace"], hand_over=parsed["handOver"],
         keep_guard=parsed["keepGuard"], helm_base_release=parsed["helmBaseRelease"],
         helm_istiod_release=parsed["helmIstiodRelease"])
@@ -261,7 +301,7 @@ def load() -> MigrationConfig:
     raw: dict[str, Any] = {}
     for key in sorted(present | set(KEYS)):
         value = config.get(key)
-        if key in ("values", "meshConfig") or (key == "istioctl" and (value or "").startswith("{")):
+        if key in ("values", "meshConfig", "canaryNamespaces") or (key == "istioctl" and (value or "").startswith("{")):
             value = config.get_object(key)  # a map (pulumi config set --path 'kf-istio-migrate:istioctl["1.24.3"]')
         if value is not None:
             raw[key] = value

@@ -13,9 +13,10 @@ import json
 from typing import Any, Mapping
 
 from migration import guard, helm, istioctls, plan, render, versions
-from migration.args import (ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOverArgs, IstioCrdsArgs, ReleaseArgs,
-                            RolloutsArgs, ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs,
-                            WebhookSwitchArgs)
+from migration.args import (CanaryArgs, ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOverArgs, IstioCrdsArgs,
+                            PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs,
+                            VerificationArgs, WebhookSwitchArgs)
+from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, made_here, proven_by_serving_check, protected, purge_proof
@@ -36,6 +37,12 @@ class MigrationSteps:
     verification: VerificationArgs
     teardown: TeardownArgs
     teardown_name: str
+    canary: CanaryArgs | None = None
+    """canaryNamespaces: moved and proven between the destination serving and the switch."""
+    canary_only: bool = False
+    """canaryOnly: the update ends after the canary (no switch, rollouts, verification or teardown)."""
+    put_back: PutBackArgs | None = None
+    """The way back: canary namespaces return to the default injection path before the workloads move."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,31 +191,57 @@ def moves_output(found: Moves) -> dict[str, dict[str, int]]:
     return counts
 
 
+def _check_canary(cfg: MigrationConfig, live: LiveMesh, new_service: str) -> None:
+    """Refuse canary namespaces the canary cannot move with one label write, and canaryOnly once the mesh moved."""
+    for ns in cfg.canary_namespaces:
+        labels = live.namespaces.get(ns)
+        if labels is None:
+            raise plan.PreflightRefused(f"canary namespace {ns} (kf-istio-migrate:canaryNamespaces) does not exist")
+        if not (on_default_path(labels) or on_revision(labels, cfg.revision)):
+            raise plan.PreflightRefused(
+                f"canary namespace {ns} is not on the default injection path (labels "
+                f"{injection_labels(labels) or 'none'}, not "
+                f"istio-injection=enabled): the canary moves such namespaces only; remove it from "
+                f"kf-istio-migrate:canaryNamespaces")
+    if cfg.canary_only and plan.default_injector_target(live) == (cfg.target_namespace, new_service):
+        raise plan.PreflightRefused(
+            "kf-istio-migrate:canaryOnly stops before the default injector is switched, but it already sends pods to "
+            f"{new_service}.{cfg.target_namespace}: the mesh has moved; `pulumi config rm kf-istio-migrate:canaryOnly`")
+
+
 def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
            target: KubeTarget, version: str) -> MigrationSteps:
     """version: the Istio version of the plane moved to, whose istioctl asks the control planes which proxies they
-    serve (the in-use gate's live view)."""
+    serve (the in-use gate's live view). The canary namespaces' workloads move with the canary, the rest after the
+    switch."""
     switched = [protected(adoptable(hook)) for hook in (steps.default_injector, steps.default_validator) if hook]
+    verification = VerificationArgs(
+        istiod_address=topology.istiod_address, leaving=leaving, target=target, istioctl_version=version,
+        istioctl=istioctls.configured_for(version, cfg.istioctl), timeout_seconds=cfg.rollout_timeout_seconds,
+        require_live_view=cfg.require_live_view,
+        revisions=(cfg.control_plane_revision, "default" if cfg.topology == "migrated" else cfg.revision))
+    canary = tuple(w for w in found.workloads if w.namespace in cfg.canary_namespaces)
+    rest = tuple(w for w in found.workloads if w.namespace not in cfg.canary_namespaces)
     return MigrationSteps(
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
                                  target=target),
         switch=WebhookSwitchArgs(injector=switched[0], validator=switched[1] if len(switched) > 1 else None),
         rollouts=RolloutsArgs(
-            batches=plan.rollout_batches(found.workloads, cfg.rollout_strategy),
+            batches=plan.rollout_batches(rest, cfg.rollout_strategy),
             strategy=cfg.rollout_strategy, parallelism=cfg.rollout_parallelism,
             timeout_seconds=cfg.rollout_timeout_seconds, istiod_address=topology.istiod_address, leaving=leaving,
             target=target),
         unmanaged=UnmanagedPodsArgs(policy=cfg.unmanaged_pods, timeout_seconds=cfg.unmanaged_pods_timeout_seconds,
                                     istiod_address=topology.istiod_address, leaving=leaving, target=target),
-        verification=VerificationArgs(istiod_address=topology.istiod_address, leaving=leaving, target=target,
-                                      istioctl_version=version, istioctl=istioctls.configured_for(version, cfg.istioctl),
-                                      timeout_seconds=cfg.rollout_timeout_seconds,
-                                      require_live_view=cfg.require_live_view,
-                                      revisions=(cfg.control_plane_revision,
-                                                 "default" if cfg.topology == "migrated" else cfg.revision)),
+        verification=verification,
         teardown=TeardownArgs(objects=steps.teardown, target=target),
         teardown_name=("teardown-legacy-control-plane" if cfg.topology == "migrated"
-                       else "teardown-migrated-control-plane"))
+                       else "teardown-migrated-control-plane"),
+        canary=(CanaryArgs(namespaces=cfg.canary_namespaces, workloads=canary, soak_seconds=cfg.canary_soak_seconds,
+                           parallelism=cfg.rollout_parallelism, check=verification)
+                if cfg.canary_namespaces else None),
+        canary_only=cfg.canary_only,
+        put_back=PutBackArgs(revision=cfg.revision, target=target) if cfg.topology == "legacy" else None)
 
 
 def _namespace(name: str) -> dict[str, Any]:
@@ -253,6 +286,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     if migrated:
         check_crds_not_downgraded(renders.versions, live.crds)
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
+        _check_canary(cfg, live, topology.istiod_service)
         plane = [_namespace(cfg.target_namespace), *(_recording(o, renders.versions) for o in
                                                      render.control_plane(rendered)), steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
@@ -289,7 +323,10 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                                        objects=tuple(objects), adopt=adopt, protect=migrated),
         gateway=gateway,
         steps=moving,
-        guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated else None,
+        # Not while canaryOnly holds the move before the switch: the guard refuses updates of the webhooks that
+        # call the legacy istiod, which keeps their caBundle current while it still injects.
+        guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated and not cfg.canary_only
+        else None,
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
         release=release,
@@ -302,6 +339,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "leavingIstiodAddress": leaving,
                  "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
                  "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
+                 "phase": _phase(moving), "canary": _canary_output(moving),
                  "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
                  "removedObjects": len(steps.teardown) if steps else 0,
                  "inUseGate": moving.verification.judged_by if moving else "no move, no gate",
@@ -310,6 +348,33 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                  "crdSchemas": _crd_schemas(renders.versions, migrated),
                  "liveCrdVersions": crd_versions(live.crds),
                  **(_helm_outputs(releases, render.control_plane(rendered), cfg.revision) if releases else {})})
+
+
+def _phase(steps: MigrationSteps | None) -> str:
+    """Which phase the next `pulumi up` runs (what preview shows)."""
+    if steps is None:
+        return "nothing to move"
+    if steps.put_back:
+        return "the way back: every namespace and workload returns to the legacy plane"
+    if steps.canary is None:
+        return "the whole mesh in one move: switch, then every workload"
+    canary = ", ".join(steps.canary.namespaces)
+    if steps.canary_only:
+        return (f"canary only: {canary} move and are proven, then the update ends; the rest "
+                f"({sum(len(b) for b in steps.rollouts.batches)} workload(s)) waits for "
+                f"`pulumi config rm kf-istio-migrate:canaryOnly`")
+    return f"canary first ({canary}, proven and soaked {steps.canary.soak_seconds}s), then the rest"
+
+
+def _canary_output(steps: MigrationSteps | None) -> dict[str, Any]:
+    """The canary's namespaces and the workloads it moves, by namespace and way."""
+    if steps is None or steps.canary is None:
+        return {}
+    return {"namespaces": list(steps.canary.namespaces), "soakSeconds": steps.canary.soak_seconds,
+            "workloadMoves": moves_output(Moves(steps.canary.workloads, ())),
+            "restartedWorkloads": len(steps.canary.workloads),
+            "gate": "every proxy connected and SYNCED to the new istiod (istioctl proxy-status), every pod Ready, "
+                    "no istio-proxy restart, each namespace still on the revision; again after the soak"}
 
 
 def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None) -> str:

@@ -95,6 +95,10 @@ CASES = [
      "refused before any change: Error [IST0139] (MutatingWebhookConfiguration opt-in-injector) Webhook overlaps"),
     ("unmanagedPods=fail with a pipeline step running", {"unmanagedPods": "fail"}, None,
      "kubeflow-user-000/pipeline-x-train-1 (Workflow/pipeline-x)"),
+    ("canaryOnly without canary namespaces", {"canaryOnly": "true"}, None,
+     "kf-istio-migrate:canaryOnly = True: needs canaryNamespaces"),
+    ("canary namespace that does not exist", {"canaryNamespaces": [PROFILES[0], "kubeflow-user-999"]}, None,
+     "canary namespace kubeflow-user-999 (kf-istio-migrate:canaryNamespaces) does not exist"),
 ]
 
 

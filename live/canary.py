@@ -1,0 +1,147 @@
+"""python -m live.canary --kubeconfig F --context C --istiod ADDR --leaving ADDR --revision R --leaving-revision R
+       --namespaces NS[,NS...] --soak S --timeout S --limit N --wave KEY [--istioctl-version V] [--istioctl PATH]
+       < PLAN
+python -m live.canary --kubeconfig F --context C --put-back --revision R
+
+The canary phase, between the destination istiod serving and the switch of the default injector:
+  1. each canary namespace leaves the default injection path for the destination's revision in one label write
+     (migration.canary.to_revision: one injector at every instant);
+  2. their workloads (PLAN, as live.rollout reads it) are moved off --leaving the way each kind allows;
+  3. the canary gate (migration.canary.judge), retried until --timeout: every proxy of those namespaces connected
+     to an istiod of the destination and in sync with it (`istioctl proxy-status`: every xDS type SYNCED or
+     NOT_SENT), every pod Ready, no istio-proxy restarted, each namespace still on the revision;
+  4. the soak (--soak seconds), then the gate once more.
+If any of it fails, the canary is put back: the namespaces return to the default injection path (which still calls
+--leaving) and their workloads are moved back, so that every pod ends on the plane it started on; then the command
+fails, naming each pod or namespace and why. The live view is required: a canary is proven on the live mesh or not
+at all (without the istioctl to ask for it, the command stops before any change).
+
+--put-back (the way back): every namespace on revision R returns to the default injection path, one write each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from kubernetes import client, config
+
+from live import rollout
+from live.discovery import pod_view
+from live.verify import LiveViewUnavailable, proxy_status
+from migration import istioctls
+from migration.account import account_line
+from migration.canary import REVISION, Verdict, back_to_default, judge, on_revision, to_revision
+from migration.proxies import namespace_of
+
+POLL_SECONDS = 1.0
+LIVE_VIEW_TRIES = 3
+
+
+def relabel(api: client.ApiClient, namespaces: list[str], patch: dict, what: str) -> None:
+    core = client.CoreV1Api(api)
+    for ns in namespaces:
+        core.patch_namespace(ns, patch)
+        print(f"namespace {ns}: {what} (one write)", flush=True)
+
+
+def gate(api: client.ApiClient, args: argparse.Namespace, istioctl: str) -> Verdict:
+    """The canary gate, once."""
+    views = [pod_view(api, ns) for ns in args.namespaces]
+    for attempt in range(LIVE_VIEW_TRIES):  # a port-forward to istiod can drop once: look again before judging
+        try:
+            served = proxy_status(istioctl, namespace_of(args.istiod), args.revision, args.kubeconfig, args.context)
+            break
+        except LiveViewUnavailable as err:
+            if attempt == LIVE_VIEW_TRIES - 1:
+                return Verdict(offenders=(f"the live view the canary gate needs cannot be had: {err}",), left=(),
+                               proven=0)
+            time.sleep(POLL_SECONDS)
+    return judge(args.namespaces, {ns: labels for v in views for ns, labels in v["namespaces"].items()},
+                 [p for v in views for p in v["pods"]], {k: c for v in views for k, c in v["controllers"].items()},
+                 views[0]["webhooks"], served, args.istiod, args.revision)
+
+
+def gate_until(api: client.ApiClient, args: argparse.Namespace, istioctl: str, timeout: float) -> Verdict:
+    """The gate, retried until it passes or timeout (a restarted pod's proxy connects and syncs a moment after);
+    what it finds is printed whenever that changes, so a failure also shows what the gate saw before its last look."""
+    began, seen = time.monotonic(), ()
+    while (verdict := gate(api, args, istioctl)).offenders and time.monotonic() < began + timeout:
+        if verdict.offenders != seen:
+            seen = verdict.offenders
+            print(f"canary gate after {time.monotonic() - began:.0f}s, not yet: {'; '.join(seen)}", flush=True)
+        time.sleep(POLL_SECONDS)
+    return verdict
+
+
+def put_back(api: client.ApiClient, args: argparse.Namespace, named: list) -> list[BaseException]:
+    """The canary namespaces back on the default injection path, their workloads moved back off the destination."""
+    relabel(api, args.namespaces, back_to_default(), f"back on the default injection path ({REVISION} removed)")
+    back = argparse.Namespace(**{**vars(args), "leaving": args.istiod, "istiod": args.leaving})
+    return rollout.move(api, back, named)[1]
+
+
+def run(api: client.ApiClient, args: argparse.Namespace, named: list) -> int:
+    try:  # the gate's live view needs it: without one, stop before any change
+        istioctl = istioctls.named(args.istioctl_version, args.istioctl)
+    except istioctls.RenderError as err:
+        print(f"the canary gate cannot look without istioctl, nothing was changed: {err}", file=sys.stderr)
+        return 1
+    labels = {ns: client.CoreV1Api(api).read_namespace(ns).metadata.labels or {} for ns in args.namespaces}
+    relabel(api, [ns for ns in args.namespaces if not on_revision(labels[ns], args.revision)],
+            to_revision(args.revision), f"istio-injection removed, {REVISION}={args.revision} set")
+    began = time.monotonic()
+    moved, errors = rollout.move(api, args, named)
+    failures = [f"moving {err}" for err in errors]
+    if not failures:
+        verdict = gate_until(api, args, istioctl, args.timeout)
+        failures = list(verdict.offenders)
+        if not failures:
+            print(f"canary gate passed: {verdict.proven} proxies in {', '.join(args.namespaces)} connected and in sync "
+                  f"with the istiods of {namespace_of(args.istiod)}, {len(moved)} workload(s) moved in "
+                  f"{time.monotonic() - began:.1f}s; soaking {args.soak}s", flush=True)
+            time.sleep(args.soak)
+            verdict = gate(api, args, istioctl)  # a settled canary: what fails now does not go away by waiting
+            failures = [f"after the soak: {line}" for line in verdict.offenders]
+        for pod in verdict.left:
+            print(f"left on {args.leaving} (no workload moves it; unmanagedPods applies after the switch): {pod}")
+    if not failures:
+        print(f"canary passed: {', '.join(args.namespaces)} on {args.istiod}", flush=True)
+        print(account_line(moved), flush=True)
+        return 0
+    for line in failures:
+        print(f"canary gate: {line}", file=sys.stderr, flush=True)
+    print("putting the canary back on the plane it left", file=sys.stderr, flush=True)
+    for err in put_back(api, args, named):
+        print(f"error putting back: {err}", file=sys.stderr)
+    print(f"canary failed and put back: {', '.join(args.namespaces)} on the default injection path "
+          f"({args.leaving}); the default injector was not switched", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubeconfig")
+    parser.add_argument("--context")
+    parser.add_argument("--revision", required=True, help="the destination istiod's istio.io/rev")
+    parser.add_argument("--put-back", action="store_true", help="the way back: every namespace on --revision "
+                        "returns to the default injection path")
+    for flag in ("--istiod", "--leaving", "--leaving-revision", "--wave", "--istioctl-version", "--istioctl"):
+        parser.add_argument(flag)
+    parser.add_argument("--namespaces", type=lambda text: text.split(","), default=[])
+    for flag in ("--soak", "--timeout", "--limit"):
+        parser.add_argument(flag, type=int, default=0)
+    args = parser.parse_args(argv)
+    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    if args.put_back:
+        found = client.CoreV1Api(api).list_namespace(label_selector=f"{REVISION}={args.revision}").items
+        relabel(api, sorted(n.metadata.name for n in found), back_to_default(),
+                f"back on the default injection path ({REVISION}={args.revision} removed)")
+        return 0
+    return run(api, args, rollout.plan_workloads(json.load(sys.stdin)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
