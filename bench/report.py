@@ -62,6 +62,11 @@ def _migrations(runs: list[dict[str, Any]]) -> list[str]:
         lines.append(f"{'speed-up vs the namespace loop':<38}" + "".join(
             f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>{COLUMN - 1}.2f}x" if r.get("pods") in loops else f"{'-':>{COLUMN}}"
             for r in runs))
+    peers = {r.get("pods"): r for r in runs if r.get("peer")}
+    if peers:
+        lines.append(f"{'wall / Istio canary procedure (peer)':<38}" + "".join(
+            f"{r['wall_s'] / peers[r.get('pods')]['wall_s']:>{COLUMN}.2f}" if r.get("pods") in peers
+            else f"{'-':>{COLUMN}}" for r in runs))
     for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb"),
                        ("CPU s of pulumi up and all it ran", "cli_cpu_s")]:
         lines.append(f"{title:<38}" + "".join(f"{str(r.get(key)):>{COLUMN}}" for r in runs))
@@ -75,7 +80,8 @@ def _migrations(runs: list[dict[str, Any]]) -> list[str]:
                  + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_samples']})".rjust(12)
                            for r in runs))
     if all("data_plane" in r for r in runs):
-        lines += ["", "Data plane (simulated istio-proxy per pod: token, CSR, ADS over mTLS; targets 0 and <= a pod restart)"]
+        lines += ["", "Data plane (simulated istio-proxy per pod: token, CSR, ADS over mTLS; targets 0 and <= a pod restart;",
+                  "watched until 15 s after the end)"]
         for title, key in [("proxies connected before the update", "proxies"),
                            ("lost their istiod while the pod ran", "proxies_lost_control_plane"),
                            ("longest without an istiod (s)", "longest_without_istiod_s"),

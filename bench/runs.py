@@ -15,6 +15,7 @@ import yaml
 
 from bench.analysis import step_phases, summarize_run
 from bench.churn import ChurnGenerator
+from bench.peer import canary_upgrade
 from bench.recorder import WorkloadRecorder
 from bench.steps import EventLogTail
 from demo import fixture
@@ -26,11 +27,15 @@ from devcluster.workspace import Workspace
 from migration import config
 
 
+DATA_PLANE_SETTLE_S = 15
+
+
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
-                  out: Path, debug_log: bool = True, log=print) -> dict[str, Any]:
+                  out: Path, debug_log: bool = True, log=print, peer: bool = False) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
     the injector sampler, the churn generator and the engine's event log followed; without debug_log, the stock
-    CLI runs without its automatic debug log (_without_debug_log). The cluster is removed afterwards; the event
+    CLI runs without its automatic debug log (_without_debug_log). With peer, Istio's documented canary upgrade
+    (bench.peer) runs instead of `pulumi up`, watched the same way. The cluster is removed afterwards; the event
     log is kept as out/events-LABEL.jsonl."""
     workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
     cluster, env = workspace.cluster, workspace.env
@@ -52,27 +57,36 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             _without_debug_log(debug_logs)
         logged_before, cli_cpu_before = _bytes(debug_logs), _children_cpu_s()
         started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
+        settings = config.from_mapping({"topology": "migrated", **overrides})
         try:
-            # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
-            workspace.up("migrated", "--event-log", str(event_log), env=env | {"PULUMI_DEBUG_COMMANDS": "true"})
+            if peer:
+                canary_upgrade(env, settings)
+            else:
+                # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
+                workspace.up("migrated", "--event-log", str(event_log), env=env | {"PULUMI_DEBUG_COMMANDS": "true"})
         finally:
             ended, wall_ended, cpu_after = time.monotonic(), time.time(), procstat.cpu(cluster)
             cli_cpu = _children_cpu_s() - cli_cpu_before
             records, samples, stamped = churn.stop(), sampler.stop(), steps.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
-        settings = config.from_mapping({"topology": "migrated", **overrides})
         result = summarize_run(label, started, ended, events, samples, records, namespaces,
-                               slots=settings.rollout_parallelism if settings.rollout_strategy == "wave" else None)
+                               slots=settings.rollout_parallelism
+                               if settings.rollout_strategy == "wave" and not peer else None)
         result["config"], result["debug_log"], result["cli_cpu_s"] = overrides, debug_log, round(cli_cpu, 1)
-        result["phases"] = step_phases(stamped, started)
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(event_log, out / f"events-{label}.jsonl")
-        result["state_mb"] = round(workspace.state_file("migrated").stat().st_size / 1e6, 2)
-        result["debug_log_mb"] = round((_bytes(debug_logs) - logged_before) / 1e6, 1)
+        result["peer"] = peer
+        if not peer:
+            result["phases"] = step_phases(stamped, started)
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy(event_log, out / f"events-{label}.jsonl")
+            result["state_mb"] = round(workspace.state_file("migrated").stat().st_size / 1e6, 2)
+            result["debug_log_mb"] = round((_bytes(debug_logs) - logged_before) / 1e6, 1)
+        # The data plane is watched a while past the end: the last step of either procedure deletes the old istiod,
+        # and a proxy still on it loses its stream only as its pod goes.
+        time.sleep(DATA_PLANE_SETTLE_S)
         logged = proxy_events.read(cluster.proxy_events)
         result["data_plane"] = {
-            **proxy_events.data_plane(logged, wall_started, wall_ended),
+            **proxy_events.data_plane(logged, wall_started, wall_ended + DATA_PLANE_SETTLE_S),
             "proxies": len({e["pod"] for e in logged
                             if e["event"] == "connected" and proxy_events.seconds(e["time"]) < wall_started}),
             "istiod_cores_all_connected": idle["istiod"], "proxysim_cores_all_connected": idle["proxysim"],

@@ -88,6 +88,16 @@ def test_growth_and_table():
     assert "median rollout, StatefulSet" in text
 
 
+def test_each_run_is_a_ratio_to_the_peer_of_its_pod_profile():
+    """The peer (Istio's canary procedure, scripted) of the same pods: each run's wall time as a ratio to it."""
+    wave = dict(summarize_run("fast-p50", 0.0, 30.0, EVENTS, [], [], ["p0"]), config={}, pods="fast")
+    text = table({"migrations": [wave, dict(wave, label="fast-peer", wall_s=40.0, peer=True),
+                                 dict(wave, label="slow-p50", pods="slow")]})
+    ratio = next(line for line in text.splitlines() if line.startswith("wall / Istio canary procedure"))
+    assert ratio.split()[-3:] == ["0.75", "1.00", "-"], "no peer with slow pods: no ratio for them"
+    assert "wall / Istio canary" not in table({"migrations": [wave]})
+
+
 URN = "urn:pulumi:migrated::kf-istio-migrate::"
 
 
