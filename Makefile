@@ -35,7 +35,7 @@ demo-tools:
 # The virtualenv installs while the Go tools build (they need nothing from each other).
 demo:
 	$(MAKE) --no-print-directory -j2 venv demo-tools
-	$(PY) -m demo
+	$(PY) -m demo $(if $(STATE),--state $(STATE))
 
 # Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
 # mostly wait on their embedded clusters, so two run side by side on 2 cores (measured in README).

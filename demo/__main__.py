@@ -1,8 +1,9 @@
-"""python -m demo [--cluster NAME] [--profiles N] [--deployments M]
+"""python -m demo [--cluster NAME] [--profiles N] [--deployments M] [--state file|s3]
 
 The main job: on a fresh embedded cluster, build a Charmed-Kubeflow-like mesh the charms' way, migrate it with
 `pulumi up --stack migrated`, then print a verification table and write a timeline of the update (TIMELINE). Exits
-non-zero if any check fails.
+non-zero if any check fails. With --state s3 (`make demo STATE=s3`) the stacks' state goes to a bucket on a state
+store started beside the cluster (devcluster.statestore), as a team sharing its state would have it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from demo import fixture
 from demo.migrate import migrate_and_verify
 from demo.timeline import draw
 from demo.verification import print_table
+from devcluster import statestore
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO, let_children_be_interrupted
 from devcluster.workspace import PulumiFailed, Workspace
@@ -27,12 +29,17 @@ def main() -> int:
     parser.add_argument("--cluster", default="demo")
     parser.add_argument("--profiles", type=int, default=5)
     parser.add_argument("--deployments", type=int, default=3)
+    parser.add_argument("--state", choices=["file", "s3"], default="file")
     args = parser.parse_args()
     let_children_be_interrupted()
     size = fixture.FixtureSize(profiles=args.profiles, deployments=args.deployments)
 
     print(f"[1/4] fresh embedded cluster '{args.cluster}'", flush=True)
     workspace = Workspace(Cluster.fresh(args.cluster)).create()
+    if args.state == "s3":
+        store = statestore.start(args.cluster)
+        workspace.env.update(store.env(prefix=args.cluster))
+        print(f"      state in {store.backend_url(args.cluster)} (versitygw, pid {store.pid})", flush=True)
     print(f"[2/4] legacy mesh the charms' way: istioctl install in kubeflow, gateway, {size.profiles} profiles x "
           f"{size.deployments} workloads", flush=True)
     started = time.monotonic()

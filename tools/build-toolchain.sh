@@ -14,6 +14,8 @@
 #   istio-next  a second Istio minor (istioctl-<v>, pilot-discovery-<v>), for the version-jump tests only
 #   helm        the Helm CLI and Istio's base and istiod charts from the pinned Istio module (share/charts), for
 #               the hand-over to Helm
+#   s3          versitygw, an S3-compatible server (Apache-2.0) on a posix directory, for Pulumi state shared by a
+#               team (devcluster.statestore starts it)
 #
 # The cache key is a hash of everything under tools/ that affects the binaries, so an unchanged pin set rebuilds
 # nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
@@ -26,12 +28,13 @@ tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=pins.env
 source "$tools/pins.env"
 
-SETS=(demo istio-next helm)
+SETS=(demo istio-next helm s3)
 declare -A SET_BINARIES=(
   [demo]="pulumi pulumi-language-python pulumi-language-python-exec pulumi-resource-command pulumi-resource-kubernetes
           kube-apiserver kube-controller-manager kube-scheduler etcd kwok istioctl pilot-discovery proxysim"
   [istio-next]="istioctl-$ISTIO_NEXT_VERSION pilot-discovery-$ISTIO_NEXT_VERSION"
   [helm]="helm"
+  [s3]="versitygw"
 )
 
 # Go test files are left out: they do not change a binary (`make go-test` runs them).
@@ -221,6 +224,11 @@ set_helm() {
   cp -r "$charts/base" "$out/share/charts/base"
   cp -r "$charts/istio-control/istio-discovery" "$out/share/charts/istiod"
   chmod -R u+w "$out/share/charts"
+}
+set_s3() { lanes "versitygw"; }
+build_versitygw() {
+  build versitygw "-X main.Version=$VERSITYGW_VERSION -X main.Build=$VERSITYGW_VERSION" "$work/bin/" \
+    github.com/versity/versitygw/cmd/versitygw
 }
 build_helm() { build helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "$work/bin/" helm.sh/helm/v4/cmd/helm; }
 
