@@ -297,6 +297,13 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         adopt: frozenset = frozenset()
         rolling_back = False
     else:
+        if cfg.source_namespace not in live.namespaces and not cfg.create_source_namespace:
+            # The charm's layout lives in the Juju model's namespace; a cluster without it has no mesh of the charms
+            # to keep or return to, and installing one half-way (CRDs first) helps no one.
+            raise plan.PreflightRefused(
+                f"source namespace {cfg.source_namespace} does not exist: the legacy layout lives in the Juju model's "
+                f"namespace; set kf-istio-migrate:sourceNamespace to it (or createSourceNamespace true on a cluster "
+                f"with no Juju model, to model the layout there)")
         now = plan.default_injector_target(live)
         migrated_plane = render.control_plane(renders.migrated)
         # Also once the way back is done: the stack keeps declaring it as it ran (each step re-runs only if its

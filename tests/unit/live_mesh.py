@@ -55,10 +55,11 @@ def charm_install() -> LiveMesh:
         present=frozenset(object_id(o) for o in present))
 
 
-def empty_cluster() -> LiveMesh:
-    """A fresh cluster: no Istio at all (where the legacy and dev stacks create everything)."""
-    return LiveMesh(namespaces={"default": {}}, crds={}, istiod_deployments=[], mutating_webhooks=[],
-                    validating_webhooks=[], ca_secrets={})
+def empty_cluster(model: bool = True) -> LiveMesh:
+    """A cluster with no Istio at all (where the legacy and dev stacks create everything); with model, the Juju
+    model's namespace `kubeflow` exists, as Juju creates it before any charm runs."""
+    return LiveMesh(namespaces={"default": {}, **({"kubeflow": {}} if model else {})}, crds={}, istiod_deployments=[],
+                    mutating_webhooks=[], validating_webhooks=[], ca_secrets={})
 
 
 def pod(namespace: str, name: str, controller: tuple[str, str] | None, address: str | None,

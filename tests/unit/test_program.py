@@ -351,6 +351,16 @@ def test_a_release_before_the_move_is_done_is_refused():
         run_program("migrated", {"topology": "migrated", "handOver": "release"}, charm_install())
 
 
+def test_the_legacy_layout_is_not_installed_on_a_cluster_without_the_juju_model():
+    """A rollback aimed at the wrong cluster (no `kubeflow` namespace, no mesh) would otherwise create the CRDs and
+    fail at the first namespaced object; only createSourceNamespace (the embedded dev stack) models it there."""
+    with pytest.raises(PreflightRefused, match=r"source namespace kubeflow does not exist: the legacy layout lives in "
+                                               r"the Juju model's namespace"):
+        run_program("legacy", STACKS["legacy"], empty_cluster(model=False))
+    created = run_program("dev", {"topology": "legacy", "createSourceNamespace": "true"}, empty_cluster(model=False))
+    assert any(r.kind == "Namespace" and r.name.endswith("kubeflow") for r in created), [r.name for r in created][:5]
+
+
 def test_the_gateway_custom_resource_is_never_deleted():
     """Every VirtualService names the Gateway: a stack that made it retains it, also once it stops declaring it."""
     registered = run_program("legacy", STACKS["legacy"], empty_cluster())
