@@ -6,16 +6,13 @@ files or another cluster's. Operators run the same program from the repository i
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import Any
 
 import yaml
 
 from devcluster.cluster import Cluster
-from devcluster.toolchain import REPO
-
-STACKS = ("legacy", "migrated")
+from fleet import project
 
 
 class PulumiFailed(RuntimeError):
@@ -34,18 +31,8 @@ class Workspace:
         holds kf-istio-migrate:* overrides for every stack. The embedded cluster runs the toolchain's development
         builds of Istio (tools/pins.env), so allowDevelopmentBuilds is true unless config says otherwise."""
         config = {"allowDevelopmentBuilds": "true", **config}
-        self.dir.mkdir(parents=True, exist_ok=True)
-        (self.cluster.dir / "pulumi").mkdir(exist_ok=True)
-        project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
-        project["main"] = os.path.relpath(REPO, self.dir)
-        project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
-        (self.dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-        for stack in STACKS:
-            settings = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
-            if bind_kubeconfig:
-                settings["config"]["kubernetes:kubeconfig"] = str(self.cluster.kubeconfig)
-            settings["config"].update({f"kf-istio-migrate:{k}": str(v) for k, v in config.items()})
-            (self.dir / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+        (self.cluster.dir / "pulumi").mkdir(parents=True, exist_ok=True)
+        project.write(self.dir, str(self.cluster.kubeconfig) if bind_kubeconfig else None, None, config)
         return self
 
     def set_config(self, stack: str, key: str, value: str) -> None:
