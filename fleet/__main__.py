@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work_root = args.work_root or args.fleet_file.resolve().parent / ".fleet" / args.fleet_file.stem
     say, stack = Printer(), STACK_OF[args.command]
-    stacks = {c.name: ClusterStack(fleet, c, stack, work_root, os.environ, say) for c in fleet.clusters}
+    try:
+        stacks = {c.name: ClusterStack(fleet, c, stack, work_root, os.environ, say) for c in fleet.clusters}
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     began = time.monotonic()
 
     previews, _ = bounded(stacks.values(), lambda s: s.run("preview"), lambda o: False, args.max_parallel, 1)

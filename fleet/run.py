@@ -92,12 +92,13 @@ class ClusterStack:
 
         def on_event(event: auto.EngineEvent) -> None:
             if event.resource_pre_event and (phase := phase_of(event.resource_pre_event.metadata.urn)):
-                if operation == "up" and phase not in seen:  # a preview's steps are plans: its start and end do
+                # A preview plans every phase at once: only its start and end are reported.
+                if operation == "up" and phase not in seen:
                     seen.add(phase)
                     self.say(f"[{self.spec.name}] {operation} {self.stack_name}: {phase}")
             elif event.res_outputs_event and event.res_outputs_event.metadata.type == STACK_TYPE:
                 state = event.res_outputs_event.metadata.new
-                outputs.update(state.outputs or {} if state else {})
+                outputs.update((state.outputs or {}) if state else {})
             elif event.diagnostic_event and event.diagnostic_event.severity == "error":
                 errors.append(event.diagnostic_event.message.strip())
         return on_event

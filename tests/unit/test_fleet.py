@@ -7,8 +7,10 @@ import threading
 import time
 
 import pytest
+import yaml
 
 from devcluster.statestore import backend_url
+from fleet.__main__ import main
 from fleet.run import Outcome, bounded, phase_of
 from fleet.spec import FleetError, cluster_backend, parse
 from fleet.table import render_table, result_of
@@ -137,3 +139,19 @@ def test_the_state_store_url_is_path_style_on_a_server_of_our_own():
     assert backend_url("state", "team/a", "http://127.0.0.1:7070") == \
         "s3://state/team/a?region=us-east-1&endpoint=http%3A%2F%2F127.0.0.1%3A7070&s3ForcePathStyle=true"
     assert backend_url("state", "", None, "eu-west-1") == "s3://state?region=eu-west-1"
+
+
+def test_the_command_refuses_a_wrong_file_or_a_missing_passphrase_before_running_anything(kubeconfig, tmp_path,
+                                                                                        monkeypatch, capsys):
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    wrong = fleet_file(kubeconfig)
+    wrong["clusters"][0]["kubeconfig"] = str(tmp_path / "missing")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(wrong))
+    assert main(["up", str(path)]) == 2
+    assert "clusters[0].kubeconfig" in capsys.readouterr().err
+    path.write_text(yaml.safe_dump(fleet_file(kubeconfig)))
+    assert main(["up", str(path)]) == 2
+    assert "PULUMI_CONFIG_PASSPHRASE" in capsys.readouterr().err
+    assert not (tmp_path / ".fleet").exists(), "nothing was written before the refusal"
