@@ -1,6 +1,6 @@
 """The stacks' state in an S3 bucket, as a team shares it: a real S3-compatible server (versitygw, built from
 tools/pins.env, started by devcluster.statestore) and Pulumi's own S3 backend and locks. One mesh, in order: an
-update killed at a kill point while a second update of the same stack is refused by the lock; the dead update's
+update killed half-way through its rollouts while a second update of the same stack is refused by the lock; the dead update's
 lock seen and cleared with `pulumi cancel`, and the migration resumed (the crash/resume case on this backend); a
 second checkout reading the shared stack with the passphrase; the rollback, its state in the bucket too."""
 
@@ -21,6 +21,7 @@ from tests.faults.harness import PROFILES, cancel_dead_update, legacy_mesh, up_k
 from tests.support import poll, roll_back_and_check, run
 
 LOCKED = "the stack is currently locked"
+KILLED_AT = "half-the-rollouts"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_a_second_update_is_refused_while_one_runs_and_a_killed_one_leaves_its_l
 
     other = threading.Thread(target=second_update)
     other.start()
-    up_killed_at(workspace, "new-istiod-created")
+    up_killed_at(workspace, KILLED_AT)
     other.join()
     refused = second["proc"]
     said = refused.stdout + refused.stderr

@@ -16,9 +16,9 @@ import yaml
 from demo import fixture
 from devcluster import statestore, toolchain
 from migration.workloads import proxy_address
-from tests.support import LEGACY_ISTIOD, NEW_ISTIOD, fingerprint, fresh_workspace, run
+from tests.support import NEW_ISTIOD, fingerprint, fresh_workspace, run
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
+SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
 REFUSAL = "preflight refused: source namespace kubeflow does not exist"
 
@@ -75,7 +75,7 @@ def test_fleet_up_moves_the_ready_clusters_canary_first_and_leaves_the_refused_o
     rows = {line.split()[0]: line for line in table[1:]}
     assert "not touched" in rows["bare"] and REFUSAL in rows["bare"], table
     for name in ("cluster-a", "cluster-b"):
-        assert "1.30-dev" in rows[name] and " 4 " in rows[name], table  # 2 profiles x 2 Deployments
+        assert "1.30-dev" in rows[name] and f" {SIZE.profiles * SIZE.deployments} " in rows[name], table
 
     lines = out.splitlines()
     canary_done = lines.index(next(line for line in lines if line.startswith("[cluster-b] up migrated: done")))
@@ -99,13 +99,3 @@ def test_fleet_up_moves_the_ready_clusters_canary_first_and_leaves_the_refused_o
     assert any(k.startswith("fleet/cluster-a/.pulumi/stacks/") for k in stacks), stacks
     assert not any(".pulumi/locks/" in k for k in stacks), "a lock was left behind"
 
-
-def test_fleet_rollback_returns_every_moved_cluster_to_the_charm_layout(fleet):
-    store, (a, b, bare), root = fleet
-    returncode, out, results = run_fleet(store, root, "rollback", a.cluster.dir)
-    assert returncode == 1 and results["bare"]["result"] == "refused"
-    for name, ws in (("cluster-a", a), ("cluster-b", b)):
-        assert results[name]["result"] == "done" and results[name]["exit"] == 0, results[name]
-        assert f"[{name}] up legacy: workloads" in out.splitlines()
-        assert proxies_on(ws) == {LEGACY_ISTIOD}, f"{name}: proxies not all back on the charm's istiod"
-    assert not any(".pulumi/locks/" in k for k in store.keys("fleet/"))
