@@ -36,10 +36,10 @@ def main() -> int:
 
     print(f"[1/4] fresh embedded cluster '{args.cluster}'", flush=True)
     workspace = Workspace(Cluster.fresh(args.cluster)).create()
-    if args.state == "s3":
+    if args.state == "s3":  # a store of the cluster's name, its stacks at the bucket's root
         store = statestore.start(args.cluster)
-        workspace.env.update(store.env(prefix=args.cluster))
-        print(f"      state in {store.backend_url(args.cluster)} (versitygw, pid {store.pid})", flush=True)
+        workspace.env.update(store.env())
+        print(f"      state in {store.backend_url()} (versitygw, pid {store.pid})", flush=True)
     print(f"[2/4] legacy mesh the charms' way: istioctl install in kubeflow, gateway, {size.profiles} profiles x "
           f"{size.deployments} workloads", flush=True)
     started = time.monotonic()
@@ -59,7 +59,9 @@ def main() -> int:
     print(f"migration wall time: {migration.seconds:.0f}s (measured, not a check)")
     draw(migration.timeline, TIMELINE)
     print(f"timeline of the migration: {TIMELINE}")
-    print(f"inspect: eval \"$(cd {REPO} && .venv/bin/python -m devcluster env --name {args.cluster})\" && "
+    state = (f" && eval \"$(cd {REPO} && .venv/bin/python -m devcluster state-up --name {args.cluster})\""
+             if args.state == "s3" else "")
+    print(f"inspect: eval \"$(cd {REPO} && .venv/bin/python -m devcluster env --name {args.cluster})\"{state} && "
           f"cd {workspace.dir} && pulumi stack output --stack migrated")
     return 0 if all(ok for _, _, ok in migration.rows) else 1
 
