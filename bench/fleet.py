@@ -32,6 +32,7 @@ from devcluster import statestore, toolchain
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO, let_children_be_interrupted
 from devcluster.workspace import Workspace
+from migration.config import PROJECT
 
 CLUSTERS = ("one", "two", "three")
 
@@ -52,13 +53,13 @@ def purge(workspaces: list[Workspace]) -> None:
 def checkpoint_puts(store: statestore.StateStore, prefix: str, since: int) -> int:
     """PutObject requests for prefix's migrated stack in the server's access log (S3's server access log format:
     the operation, then the key), after byte offset since."""
-    key = f"{prefix}/.pulumi/stacks/kf-istio-migrate/migrated.json"
+    key = f"{prefix}/.pulumi/stacks/{PROJECT}/migrated.json"
     lines = (store.dir / "access.log").read_text()[since:].splitlines()
     return sum(1 for line in lines if f" s3_PutObject {key} " in line)
 
 
 def timed_up(ws: Workspace, env: dict[str, str], strace_to: Path | None = None) -> float:
-    ws.init("migrated", env=env)
+    """`pulumi up` of the migrated stack (made with Workspace.init first), timed; under strace if strace_to."""
     argv = ["pulumi", "up", "--stack", "migrated", "--yes", "--skip-preview", "--non-interactive"]
     if strace_to:
         argv = ["strace", "-f", "--seccomp-bpf", "-e", "trace=rename,renameat,renameat2", "-o", str(strace_to),
@@ -79,10 +80,9 @@ def backend_cost(store: statestore.StateStore, size: fixture.FixtureSize, work: 
     for backend in ("file", "s3"):
         [ws] = fresh([f"cost-{backend}"], size)
         try:
-            env = dict(ws.env)
+            env = ws.env | (store.env(prefix=ws.cluster.name) if backend == "s3" else {})
+            ws.init("migrated", env=env)  # the stack's creation is not the update's: time and count after it
             if backend == "s3":
-                env |= store.env(prefix=ws.cluster.name)
-                ws.init("migrated", env=env)  # the stack's creation is not the update's: count after it
                 offset = (store.dir / "access.log").stat().st_size
                 seconds = timed_up(ws, env)
                 writes = checkpoint_puts(store, ws.cluster.name, offset)
@@ -99,7 +99,12 @@ def backend_cost(store: statestore.StateStore, size: fixture.FixtureSize, work: 
 def singles(store: statestore.StateStore, size: fixture.FixtureSize) -> list[float]:
     workspaces = fresh(list(CLUSTERS), size)
     try:
-        return [round(timed_up(ws, ws.env | store.env(prefix=f"single-{ws.cluster.name}")), 1) for ws in workspaces]
+        times = []
+        for ws in workspaces:
+            env = ws.env | store.env(prefix=f"single-{ws.cluster.name}")
+            ws.init("migrated", env=env)
+            times.append(round(timed_up(ws, env), 1))
+        return times
     finally:
         purge(workspaces)
 
@@ -118,13 +123,13 @@ def fleet_run(store: statestore.StateStore, size: fixture.FixtureSize, max_paral
         env.pop("PULUMI_BACKEND_URL")
         began = time.monotonic()
         proc = subprocess.run([str(toolchain.VENV_BIN / "python"), "-m", "fleet", "up", str(root / "fleet.yaml"),
-                               "--max-parallel", str(max_parallel)], cwd=REPO, env=env, capture_output=True,
-                              text=True)
+                               "--max-parallel", str(max_parallel), "--results", str(root / "results.json")],
+                              cwd=REPO, env=env, capture_output=True, text=True)
         wall = time.monotonic() - began
         if proc.returncode:
             raise RuntimeError(f"fleet up --max-parallel {max_parallel} failed:\n{proc.stdout[-4000:]}\n"
                                f"{proc.stderr[-2000:]}")
-        results = json.loads((root / ".fleet" / "fleet" / "results.json").read_text())["clusters"]
+        results = json.loads((root / "results.json").read_text())["clusters"]
         return {"wall_s": round(wall, 1), "up_s": [r["seconds"] for r in results],
                 "preview_s": [r["previewSeconds"] for r in results]}
     finally:

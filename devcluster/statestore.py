@@ -136,10 +136,10 @@ def start(name: str = "team", bucket: str = "pulumi-state", timeout: float = 30)
                                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     store = StateStore(name, f"http://127.0.0.1:{port}", keys["access_key"], keys["secret_key"], bucket, proc.pid)
-    deadline = time.monotonic() + timeout
+    client, deadline = store.client(), time.monotonic() + timeout
     while True:
         try:
-            store.client().list_buckets()
+            client.list_buckets()
             break
         except (botocore.exceptions.EndpointConnectionError, botocore.exceptions.ConnectionClosedError):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -147,7 +147,6 @@ def start(name: str = "team", bucket: str = "pulumi-state", timeout: float = 30)
                 raise StateStoreError(f"versitygw did not answer on {store.endpoint} within {timeout:.0f}s "
                                       f"(exit {proc.poll()}); see {root / 'versitygw.log'}") from None
             time.sleep(0.2)
-    client = store.client()
     try:
         client.create_bucket(Bucket=bucket)
     except client.exceptions.BucketAlreadyOwnedByYou:

@@ -11,9 +11,9 @@ from typing import Mapping
 
 import yaml
 
+from components import REPO
 from migration.config import PROJECT
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 STACKS = ("legacy", "migrated")
 
 
