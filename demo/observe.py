@@ -86,7 +86,26 @@ class InjectorSampler(threading.Thread):
                 return False
             raise
 
+    def _inputs(self) -> tuple:
+        """What a sample's counts depend on: each injector configuration's resourceVersion and the watched
+        namespaces' labels."""
+        hooks = sorted((c.metadata.name, c.metadata.resource_version)
+                       for c in self.admission.list_mutating_webhook_configuration().items)
+        labels = {n.metadata.name: n.metadata.labels for n in self.core.list_namespace().items
+                  if n.metadata.name in self.namespaces}
+        return hooks, labels
+
     def sample(self) -> dict[str, Any]:
+        """One instant's counts. The apiserver answers one list per selector, so a namespace relabelled between two
+        of them would be counted under its old and its new injector: a sample is kept only if nothing it depends on
+        changed while it was taken, and taken again otherwise."""
+        while True:
+            before = self._inputs()
+            counted = self._count()
+            if self._inputs() == before:
+                return counted
+
+    def _count(self) -> dict[str, Any]:
         counts = {ns: 0 for ns in self.namespaces}
         targets, cache = set(), {}
         for configuration in self.admission.list_mutating_webhook_configuration().items:

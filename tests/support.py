@@ -103,9 +103,11 @@ def purged(workspace: Workspace):
 
 def one_injector_throughout(samples: list[dict[str, Any]]) -> None:
     counts = [c for s in samples for c in s["injectors"].values()]
-    assert counts and min(counts) == max(counts) == 1, \
+    wrong = [(i, ns, c, s["injector_targets"]) for i, s in enumerate(samples) for ns, c in s["injectors"].items()
+             if c != 1]
+    assert counts and not wrong, \
         f"injectors per profile namespace over {len(samples)} samples: min {min(counts, default=0)}, " \
-        f"max {max(counts, default=0)}"
+        f"max {max(counts, default=0)}; first (sample, namespace, injectors, targets): {wrong[:3]}"
 
 
 def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:

@@ -329,6 +329,31 @@ def test_juju_hand_over(migration):
     one_injector_throughout([sampler.sample()])
 
 
+def test_a_namespace_relabelled_while_a_sample_is_taken_is_counted_once(migration):
+    """The oracle's own race: the sampler asks the apiserver one list per injector's namespaceSelector, and a
+    namespace moved in one write from the default injection path to the revision's injector between the default
+    path's list and the revision's was counted under both. Here the write lands right after the default path's list:
+    the sample is taken again and counts one injector."""
+    workspace, ns = migration[0], PROFILES[0]
+    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
+    selected, moved = sampler._namespaces_selected, []
+
+    def move_after_the_default_paths_list(selector, cache):
+        found = selected(selector, cache)
+        if selector in ("istio-injection in (enabled)", "istio-injection=enabled") and not moved:
+            moved.append(run(["kubectl", "label", "namespace", ns, "istio-injection-", "istio.io/rev=kf-1-30"],
+                             workspace.env))
+        return found
+
+    sampler._namespaces_selected = move_after_the_default_paths_list
+    try:
+        sample = sampler.sample()
+    finally:
+        run(["kubectl", "label", "namespace", ns, "istio.io/rev-", "istio-injection=enabled"], workspace.env)
+    assert moved, "no injector selects the default injection path's label"
+    assert sample["injectors"][ns] == 1, sample
+
+
 def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
     """Adopted without rewriting: the gateway Deployment and Services are the charm's manifest, field for field,
     except the istiod address (CA_ADDR, PROXY_CONFIG), the guard's label and the purge label off its pods."""
