@@ -34,8 +34,8 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
                   out: Path, debug_log: bool = True, log=print, peer: bool = False) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
     the injector sampler, the churn generator and the engine's event log followed; without debug_log, the stock
-    CLI runs without its automatic debug log (_without_debug_log). With peer, Istio's documented canary upgrade
-    (bench.peer) runs instead of `pulumi up`, watched the same way. The cluster is removed afterwards; the event
+    CLI runs without its automatic debug log (Workspace.without_debug_log). With peer, Istio's documented canary
+    upgrade (bench.peer) runs instead of `pulumi up`, watched the same way. The cluster is removed afterwards; the event
     log is kept as out/events-LABEL.jsonl."""
     workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
     cluster, env = workspace.cluster, workspace.env
@@ -54,7 +54,7 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         for thread in (*recorders, sampler, churn, steps):
             thread.start()
         if not debug_log:
-            _without_debug_log(debug_logs)
+            workspace.without_debug_log()
         logged_before, cli_cpu_before = _bytes(debug_logs), _children_cpu_s()
         started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
         settings = config.from_mapping({"topology": "migrated", **overrides})
@@ -157,16 +157,6 @@ def timed_previews(workspace: Workspace, stack: str, repeats: int) -> tuple[list
         times.append(time.monotonic() - started)
         summary = json.loads(proc.stdout).get("changeSummary", {})
     return times, sum(summary.values())
-
-
-def _without_debug_log(logs: Path) -> None:
-    """Put a file where the CLI's automatic debug log directory ($PULUMI_HOME/logs) goes: the stock CLI then cannot
-    create its log, says 'automatic logging unavailable' in its own (off) log and runs on without it, and without
-    formatting the provider calls' properties for it (pkg/cmd/pulumi/pulumi.go, pkg/logging/encrypted.go at
-    v3.259.0). How the bench measures what that log costs without shipping a patched CLI."""
-    shutil.rmtree(logs, ignore_errors=True)
-    logs.parent.mkdir(parents=True, exist_ok=True)
-    logs.write_text("not a directory: the bench runs this update without the CLI's debug log\n")
 
 
 def _children_cpu_s() -> float:

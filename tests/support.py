@@ -86,9 +86,10 @@ def poll(condition, timeout: float, what: str):
 
 
 def fresh_workspace(name: str, **config: Any) -> Workspace:
-    """A new embedded cluster named <name>-<pid> and its Pulumi workspace (stacks bound to its kubeconfig). The
-    caller purges it (`with purged(...)`)."""
-    return Workspace(Cluster.fresh(f"{name}-{os.getpid()}")).create(**config)
+    """A new embedded cluster named <name>-<pid> and its Pulumi workspace (stacks bound to its kubeconfig), the CLI
+    without its debug log (no test reads it; writing it costs CPU in every command). The caller purges it
+    (`with purged(...)`)."""
+    return Workspace(Cluster.fresh(f"{name}-{os.getpid()}")).create(**config).without_debug_log()
 
 
 @contextlib.contextmanager
