@@ -40,7 +40,7 @@ demo:
 # Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
 # mostly wait on their embedded clusters, so two run side by side on 2 cores (measured in README).
 test: setup go-test
-	$(PY) -m pytest tests -n 2 --dist loadfile --durations=12
+	$(PY) -m pytest tests -n 3 --dist loadfile --no-loadscope-reorder --durations=12
 
 # Our own Go programs (the Command provider, the language host, the proxy simulator in the istio wrapper); the other
 # tools/go modules only wrap upstream.

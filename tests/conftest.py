@@ -18,3 +18,10 @@ def pytest_addoption(parser):
     # Here, not in tests/faults/conftest.py: pytest reads options only from conftests it loads at startup.
     parser.addoption("--all-faults", action="store_true",
                      help="tests/faults: crash/resume and rollback at every kill point, not only the fast subset")
+
+
+def pytest_collection_modifyitems(items):
+    """Cluster tiers first, unit tests last: with `make test`'s `--dist loadfile --no-loadscope-reorder`, the workers
+    take whole files in this order, so the short unit files fill the end of the run instead of one long cluster file
+    running alone while the other workers idle."""
+    items.sort(key=lambda item: item.path.parent.name == "unit")
