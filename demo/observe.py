@@ -86,29 +86,27 @@ class InjectorSampler(threading.Thread):
                 return False
             raise
 
-    def _inputs(self) -> tuple:
-        """What a sample's counts depend on: each injector configuration's resourceVersion and the watched
-        namespaces' labels."""
-        hooks = sorted((c.metadata.name, c.metadata.resource_version)
-                       for c in self.admission.list_mutating_webhook_configuration().items)
-        labels = {n.metadata.name: n.metadata.labels for n in self.core.list_namespace().items
-                  if n.metadata.name in self.namespaces}
-        return hooks, labels
+    def _watched_labels(self) -> dict[str, dict[str, str] | None]:
+        return {n.metadata.name: n.metadata.labels for n in self.core.list_namespace().items
+                if n.metadata.name in self.namespaces}
 
-    def sample(self) -> dict[str, Any]:
-        """One instant's counts. The apiserver answers one list per selector, so a namespace relabelled between two
-        of them would be counted under its old and its new injector: a sample is kept only if nothing it depends on
-        changed while it was taken, and taken again otherwise."""
+    def _injectors(self) -> tuple[dict[str, int], set[str]]:
+        """Injectors per watched namespace and the Services they call, at one instant. The apiserver answers one list
+        per selector, so a namespace relabelled between two of them would be counted under its old and its new
+        injector: the counts are kept only if no injector configuration and no watched namespace's labels changed
+        while they were taken, and taken again otherwise."""
         while True:
-            before = self._inputs()
-            counted = self._count()
-            if self._inputs() == before:
+            configurations = self.admission.list_mutating_webhook_configuration().items
+            labels = self._watched_labels()
+            counted = self._count(configurations)
+            again = self.admission.list_mutating_webhook_configuration().items
+            if _versions(again) == _versions(configurations) and self._watched_labels() == labels:
                 return counted
 
-    def _count(self) -> dict[str, Any]:
+    def _count(self, configurations) -> tuple[dict[str, int], set[str]]:
         counts = {ns: 0 for ns in self.namespaces}
         targets, cache = set(), {}
-        for configuration in self.admission.list_mutating_webhook_configuration().items:
+        for configuration in configurations:
             for hook in configuration.webhooks or []:
                 if not hook.name.endswith("sidecar-injector.istio.io"):
                     continue
@@ -121,6 +119,10 @@ class InjectorSampler(threading.Thread):
                         counts[ns] += 1
                         service = hook.client_config.service
                         targets.add(f"{service.namespace}/{service.name}")
+        return counts, targets
+
+    def sample(self) -> dict[str, Any]:
+        counts, targets = self._injectors()
         dangling = [f"{v.metadata.name}/{h.name}" for v in self.admission.list_validating_webhook_configuration().items
                     if v.metadata.name.startswith("istiod-default-validator") for h in v.webhooks
                     if not self._service_exists(h.client_config.service)]
@@ -130,11 +132,19 @@ class InjectorSampler(threading.Thread):
                 "dangling_validators": dangling, "istiods": istiods}
 
     def run(self) -> None:
+        """A sample starts every interval (at once after one that took longer): a slow apiserver does not stretch
+        the spacing by the time each sample takes."""
+        due = time.monotonic()
         while not self._halt.is_set():
             self.samples.append(self.sample())
-            self._halt.wait(self.interval)
+            due = max(due + self.interval, time.monotonic())
+            self._halt.wait(max(0.0, due - time.monotonic()))
 
     def stop(self) -> list[dict[str, Any]]:
         self._halt.set()
         self.join()
         return self.samples
+
+
+def _versions(configurations) -> list[tuple[str, str]]:
+    return sorted((c.metadata.name, c.metadata.resource_version) for c in configurations)
