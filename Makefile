@@ -37,8 +37,9 @@ demo:
 	$(MAKE) --no-print-directory -j2 venv demo-tools
 	$(PY) -m demo $(if $(STATE),--state $(STATE))
 
-# Two workers, one test file each at a time (module fixtures stay in one worker): the integration and fault tests
-# mostly wait on their embedded clusters, so two run side by side on 2 cores (measured in README).
+# Three workers, one test file each at a time (module fixtures stay in one worker), in the order tests/conftest.py
+# gives: the integration and fault tests wait on their embedded clusters much of the time, so three run side by side
+# on 2 cores (measured in README and docs/benchmarks.md).
 test: setup go-test
 	$(PY) -m pytest tests -n 3 --dist loadfile --no-loadscope-reorder --durations=12
 

@@ -1,8 +1,9 @@
 """The stacks' state in an S3 bucket, as a team shares it: a real S3-compatible server (versitygw, built from
 tools/pins.env, started by devcluster.statestore) and Pulumi's own S3 backend and locks. One mesh, in order: an
-update killed half-way through its rollouts while a second update of the same stack is refused by the lock; the dead update's
-lock seen and cleared with `pulumi cancel`, and the migration resumed (the crash/resume case on this backend); a
-second checkout reading the shared stack with the passphrase; the rollback, its state in the bucket too."""
+update killed half-way through its rollouts while a second update of the same stack is refused by the lock; the
+dead update's lock seen and cleared with `pulumi cancel`, and the migration resumed (the crash/resume case on this
+backend); a second checkout reading the shared stack with the passphrase; the rollback, its state in the bucket
+too."""
 
 from __future__ import annotations
 
