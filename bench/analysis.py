@@ -1,4 +1,4 @@
-"""Pure functions from a run's recordings (Deployment and StatefulSet events, injector samples, churn records) to its
+"""Pure functions from a run's recordings (Deployment and StatefulSet events, injector states, churn records) to its
 numbers."""
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ def rollout_spans(events: Iterable[dict[str, Any]], namespaces: Iterable[str]) -
     return spans
 
 
-def injector_switch_at(samples: Iterable[dict[str, Any]], target_namespace: str) -> float | None:
-    """First sample in which the default injection path calls an istiod in target_namespace."""
-    return next((s["t"] for s in samples if any(t.startswith(f"{target_namespace}/")
+def injector_switch_at(states: Iterable[dict[str, Any]], target_namespace: str) -> float | None:
+    """First state in which the default injection path calls an istiod in target_namespace."""
+    return next((s["t"] for s in states if any(t.startswith(f"{target_namespace}/")
                                                  for t in s.get("injector_targets", []))), None)
 
 
@@ -75,7 +75,7 @@ def churn_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def summarize_run(label: str, started: float, ended: float, events: list[dict[str, Any]],
-                  samples: list[dict[str, Any]], churn: list[dict[str, Any]], namespaces: list[str],
+                  states: list[dict[str, Any]], churn: list[dict[str, Any]], namespaces: list[str],
                   slots: int | None = None) -> dict[str, Any]:
     """P1 and P2 numbers of one migration run; times in seconds from the start of `pulumi up`. With slots (the
     wave's rolloutParallelism), also a lower bound that counts them: istiod Available + the longer of the slowest
@@ -90,7 +90,7 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
                 if slots and available is not None and durations else None)
     rel = lambda t: None if t is None else round(t - started, 2)  # noqa: E731
     window = [r for r in churn if started <= r["t"] <= ended]
-    counts = [c for s in samples for c in s["injectors"].values()]
+    counts = [c for s in states for c in s["injectors"].values()]
     by_kind: dict[str, list[float]] = {}
     for key, (start, done) in spans.items():
         by_kind.setdefault(key.split(" ", 1)[0], []).append(done - start)
@@ -105,14 +105,14 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
         "ratio_to_lower_bound": round(wall / lower, 2) if lower else None,
         "slot_bound_s": round(by_slots, 1) if by_slots else None,
         "ratio_to_slot_bound": round(wall / by_slots, 2) if by_slots else None,
-        "switch_s": rel(injector_switch_at(samples, NEW_ISTIOD[0])),
+        "switch_s": rel(injector_switch_at(states, NEW_ISTIOD[0])),
         "rollouts_first_start_s": rel(min((s for s, _ in spans.values()), default=None)),
         "rollouts_last_done_s": rel(max((d for _, d in spans.values()), default=None)),
         "old_istiod_deleted_s": rel(deleted_at(events)),
         "churn": {"created": len(window), "rate_per_s": round(len(window) / wall, 2) if wall else 0,
                   **churn_counts(window),
                   "examples": [r["detail"] for r in window if r["outcome"] != "ok"][:5]},
-        "injector_samples": len(samples), "injectors_min": min(counts, default=0),
+        "injector_states": len(states), "injectors_min": min(counts, default=0),
         "injectors_max": max(counts, default=0),
         "timeline": {"churn": [(rel(r["t"]), r["outcome"]) for r in window],
                      "rollouts": sorted((rel(s), rel(d)) for s, d in spans.values())},

@@ -77,7 +77,7 @@ def _migrations(runs: list[dict[str, Any]]) -> list[str]:
                        ("admitted without sidecar", "no sidecar"), ("sidecar -> nonexistent istiod", "no such istiod")]:
         lines.append(f"{title:<38}" + "".join(f"{str(r['churn'][key]):>{COLUMN}}" for r in runs))
     lines.append(f"{'injectors per namespace (min-max)':<38}"
-                 + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_samples']})".rjust(12)
+                 + "".join(f"{r['injectors_min']}-{r['injectors_max']:<1} ({r['injector_states']})".rjust(12)
                            for r in runs))
     if all("data_plane" in r for r in runs):
         lines += ["", "Data plane (simulated istio-proxy per pod: token, CSR, ADS over mTLS; targets 0 and <= a pod restart;",

@@ -19,7 +19,7 @@ from bench.peer import canary_upgrade
 from bench.recorder import WorkloadRecorder
 from bench.steps import EventLogTail
 from demo import fixture
-from demo.observe import InjectorSampler
+from demo.observe import InjectorHistory
 from devcluster import procstat, proxy_events
 from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
@@ -33,7 +33,7 @@ DATA_PLANE_SETTLE_S = 15
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
                   out: Path, debug_log: bool = True, log=print, peer: bool = False) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
-    the injector sampler, the churn generator and the engine's event log followed; without debug_log, the stock
+    the injector history, the churn generator and the engine's event log followed; without debug_log, the stock
     CLI runs without its automatic debug log (Workspace.without_debug_log). With peer, Istio's documented canary
     upgrade (bench.peer) runs instead of `pulumi up`, watched the same way. The cluster is removed afterwards; the event
     log is kept as out/events-LABEL.jsonl."""
@@ -47,11 +47,11 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         idle = procstat.cores_over(cluster, 10)  # every simulated proxy connected to the legacy istiod, no change
         namespaces = fixture.profile_namespaces(size)
         recorders = [WorkloadRecorder(str(cluster.kubeconfig), kind) for kind in ("Deployment", "StatefulSet")]
-        sampler = InjectorSampler(str(cluster.kubeconfig), namespaces)
+        history = InjectorHistory(str(cluster.kubeconfig), namespaces)
         churn = ChurnGenerator(str(cluster.kubeconfig), namespaces, churn_rate)
         event_log, debug_logs = cluster.dir / "engine-events.jsonl", Path(env["PULUMI_HOME"]) / "logs"
         steps = EventLogTail(event_log)
-        for thread in (*recorders, sampler, churn, steps):
+        for thread in (*recorders, history, churn, steps):
             thread.start()
         if not debug_log:
             workspace.without_debug_log()
@@ -67,10 +67,10 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         finally:
             ended, wall_ended, cpu_after = time.monotonic(), time.time(), procstat.cpu(cluster)
             cli_cpu = _children_cpu_s() - cli_cpu_before
-            records, samples, stamped = churn.stop(), sampler.stop(), steps.stop()
+            records, states, stamped = churn.stop(), history.stop(), steps.stop()
             time.sleep(1)  # the last rollout's final status update
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
-        result = summarize_run(label, started, ended, events, samples, records, namespaces,
+        result = summarize_run(label, started, ended, events, states, records, namespaces,
                                slots=settings.rollout_parallelism
                                if settings.rollout_strategy == "wave" and not peer else None)
         result["config"], result["debug_log"], result["cli_cpu_s"] = overrides, debug_log, round(cli_cpu, 1)

@@ -46,7 +46,8 @@ def main() -> int:
     fixture.build(workspace.env, size)
     print(f"      built in {time.monotonic() - started:.0f}s", flush=True)
 
-    print("[3/4] pulumi up --stack migrated (sampling injectors per namespace during the update)", flush=True)
+    print("[3/4] pulumi up --stack migrated (following every change to each profile namespace's injectors)",
+          flush=True)
     try:
         migration = migrate_and_verify(workspace, fixture.profile_namespaces(size), timeline=True)
     except PulumiFailed as err:

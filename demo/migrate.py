@@ -1,4 +1,4 @@
-"""The measured migration: `pulumi up --stack migrated` with the injector sampler running (and, for the demo's
+"""The measured migration: `pulumi up --stack migrated` with the injector history followed (and, for the demo's
 timeline, a recorder of every pod and the engine's event log), then the checks and the timeline (demo.timeline)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kubernetes import config
 from bench.recorder import PodRecorder
 from bench.steps import EventLogTail
 from demo.kubeflow import PipelineSteps
-from demo.observe import InjectorSampler, snapshot
+from demo.observe import InjectorHistory, snapshot
 from demo.timeline import Timeline, timeline_of
 from demo.verification import checks
 from devcluster import proxy_events
@@ -28,14 +28,14 @@ PIPELINE_STEP_SECONDS = 40
 class Migration:
     rows: list[tuple[str, str, bool]]
     """The verification table."""
-    samples: list[dict[str, Any]]
-    """The injector sampler's samples, across the whole update."""
+    states: list[dict[str, Any]]
+    """Every state of the injector history (demo.observe.InjectorHistory), across the whole update."""
     seconds: float
     """Wall time of `pulumi up`."""
     outputs: dict[str, Any]
     """The migrated stack's outputs."""
     steps_finished: dict[str, float]
-    """Pipeline step pods that finished during the update -> when (time.monotonic(), as the samples' `t`)."""
+    """Pipeline step pods that finished during the update -> when (time.monotonic(), as the states' `t`)."""
     timeline: Timeline | None
     """The update's phases, each workload's move and the injectors over time, to draw (None unless asked for)."""
 
@@ -50,11 +50,11 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     before = snapshot(env)
     workspace.init("migrated", env=shell)
     kubeconfig = str(workspace.cluster.kubeconfig)
-    sampler = InjectorSampler(kubeconfig, profiles)
+    history = InjectorHistory(kubeconfig, profiles)
     steps = PipelineSteps(env, PIPELINE_STEP_SECONDS)
     event_log = workspace.cluster.dir / "engine-events.jsonl"
     recorders = (PodRecorder(kubeconfig), EventLogTail(event_log)) if timeline else ()
-    for thread in (*recorders, sampler, steps):
+    for thread in (*recorders, history, steps):
         thread.start()
     started = time.monotonic()
     try:
@@ -64,7 +64,7 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
                               env=(shell or env) | ({"PULUMI_DEBUG_COMMANDS": "true"} if timeline else {}))
     finally:
         ended = time.monotonic()
-        samples, finished = sampler.stop(), steps.stop()
+        states, finished = history.stop(), steps.stop()
         recorded = [r.stop() for r in recorders]
     seconds = ended - started
     clean = workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False,
@@ -75,9 +75,9 @@ def migrate_and_verify(workspace: Workspace, profiles: list[str], shell: dict[st
     if timeline:
         pod_events, stamped = recorded
         owners = controllers(config.new_client_from_config(config_file=kubeconfig))
-        drawn = timeline_of(stamped, pod_events, owners, samples, outputs, started, ended)
-    return Migration(checks(env, outputs, before, snapshot(env), samples, clean, events, precheck_said(update.stdout)),
-                     samples, seconds, outputs, finished, drawn)
+        drawn = timeline_of(stamped, pod_events, owners, states, outputs, started, ended)
+    return Migration(checks(env, outputs, before, snapshot(env), states, clean, events, precheck_said(update.stdout)),
+                     states, seconds, outputs, finished, drawn)
 
 
 def precheck_said(update_output: str) -> str | None:

@@ -1,12 +1,15 @@
-"""Read-only observations of a live mesh: snapshots to compare before/after, and a sampler that runs during `up`.
+"""Read-only observations of a live mesh: snapshots to compare before/after, and the history of the objects that
+decide injection and validation, taken during `up`.
 
-The sampler is the tests' and the demo's oracle for "exactly one injector per namespace", so it shares no code with
-the program's planning (migration.webhooks): it lets the apiserver evaluate each injector's namespaceSelector
-(a list of namespaces with that label selector) and needs only a small rule for the objectSelector of a plain pod.
+The history is the tests' and the demo's oracle for "exactly one injector per namespace", so it shares no code with
+the program's planning (migration.webhooks): it evaluates label selectors by Kubernetes' rules, checks that
+evaluation against the apiserver's own at the end, and needs only a small rule for the objectSelector of a plain
+pod.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -14,7 +17,8 @@ import threading
 import time
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client, config, watch
+
 
 def kubectl_json(env: dict[str, str], *args: str) -> dict[str, Any]:
     out = subprocess.run(["kubectl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True)
@@ -27,13 +31,13 @@ def snapshot(env: dict[str, str]) -> dict[str, Any]:
     crds = {c["metadata"]["name"]: c for c in kubectl_json(env, "get", "crd")["items"]
             if c["metadata"]["name"].endswith(".istio.io")}
     crs = {}
-    for name in sorted(crds):
-        for item in kubectl_json(env, "get", name, "-A")["items"]:
-            meta = item["metadata"]
-            crs[f"{item['kind']}/{meta.get('namespace', '')}/{meta['name']}"] = {
-                "spec": item.get("spec"), "labels": meta.get("labels") or {},
-                "annotations": {k: v for k, v in (meta.get("annotations") or {}).items()
-                                if k != "kubectl.kubernetes.io/last-applied-configuration"}}
+    # One kubectl for every kind (a process costs ~90 ms of CPU, and snapshots are taken around every change).
+    for item in kubectl_json(env, "get", ",".join(sorted(crds)), "-A")["items"] if crds else []:
+        meta = item["metadata"]
+        crs[f"{item['kind']}/{meta.get('namespace', '')}/{meta['name']}"] = {
+            "spec": item.get("spec"), "labels": meta.get("labels") or {},
+            "annotations": {k: v for k, v in (meta.get("annotations") or {}).items()
+                            if k != "kubectl.kubernetes.io/last-applied-configuration"}}
     roots = {cm["metadata"]["namespace"]: hashlib.sha256(cm["data"].get("root-cert.pem", "").encode()).hexdigest()
              for cm in kubectl_json(env, "get", "configmap", "-A", "--field-selector",
                                     "metadata.name=istio-ca-root-cert")["items"]}
@@ -58,93 +62,243 @@ def selects_unlabelled_pod(selector: dict[str, Any] | None) -> bool:
         e["operator"] in ("NotIn", "DoesNotExist") for e in selector.get("matchExpressions") or [])
 
 
-class InjectorSampler(threading.Thread):
-    """Samples, every interval, how many Istio injector webhooks the apiserver would call for a plain pod created in
-    each watched namespace, which istiod Services they call, whether every default validator targets an existing
-    Service, and which istiod Deployments exist."""
+WATCHED_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Namespace", "Service",
+                 "Deployment")
+"""What decides where a new pod's sidecar is injected and whether Istio's configuration is validated: the webhook
+configurations, the namespaces' labels, the Services they call, and the istiod Deployments (label app=istiod)."""
 
-    def __init__(self, kubeconfig: str, namespaces: list[str], interval: float = 0.25):
-        super().__init__(daemon=True)
+FOLLOW_SECONDS = 2
+"""Each watch request ends after this long and is made again from where it stopped: a stopped history ends within
+it."""
+
+
+class OracleFailed(Exception):
+    """The history cannot vouch for every state: a watch broke, missed a write, or the apiserver disagrees with it."""
+
+
+class InjectorHistory:
+    """Every state the apiserver went through, between start() and stop(), of the objects that decide injection and
+    validation (WATCHED_KINDS), and in each of them: how many Istio injector webhooks it would call for a plain pod
+    created in each watched namespace, which istiod Services they call, which default validators call a Service
+    that does not exist, and which istiod Deployments exist.
+
+    One watch per kind, each from the resourceVersion of its first list. The apiserver numbers every write with one
+    resourceVersion sequence (etcd's revision), so the writes of all kinds, ordered by it, replay the states in the
+    order they existed, at any speed of this machine. stop() checks what it returns: every watched object's list at
+    the end equals the replay; each webhook configuration's generations were all seen, none skipped; and the
+    apiserver selects, for each injector of the last state, the namespaces the replay's selector evaluation does."""
+
+    def __init__(self, kubeconfig: str, namespaces: list[str]):
         self.api = api = config.new_client_from_config(config_file=kubeconfig)
-        self.core, self.admission = client.CoreV1Api(api), client.AdmissionregistrationV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self.namespaces, self.interval = namespaces, interval
-        self.samples: list[dict[str, Any]] = []
+        core, admission = client.CoreV1Api(api), client.AdmissionregistrationV1Api(api)
+        self.core = core
+        self.listers = {
+            "MutatingWebhookConfiguration": (admission.list_mutating_webhook_configuration, {}),
+            "ValidatingWebhookConfiguration": (admission.list_validating_webhook_configuration, {}),
+            "Namespace": (core.list_namespace, {}),
+            "Service": (core.list_service_for_all_namespaces, {}),
+            "Deployment": (client.AppsV1Api(api).list_deployment_for_all_namespaces, {"label_selector": "app=istiod"}),
+        }
+        self.namespaces = namespaces
+        self._first: dict[str, tuple[int, dict[str, dict]]] = {}
+        self._changes: list[Change] = []
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._failures: list[str] = []
         self._halt = threading.Event()
+        self._threads: list[threading.Thread] = []
 
-    def _namespaces_selected(self, selector: str, cache: dict[str, set[str]]) -> set[str]:
-        if selector not in cache:
-            cache[selector] = {n.metadata.name for n in self.core.list_namespace(label_selector=selector).items}
-        return cache[selector]
+    @property
+    def stopped(self) -> bool:
+        return self._halt.is_set()
 
-    def _service_exists(self, service) -> bool:
+    def _list(self, kind: str) -> tuple[int, dict[str, dict]]:
+        lister, selector = self.listers[kind]
+        listed = json.loads(lister(_preload_content=False, **selector).data)
+        return int(listed["metadata"]["resourceVersion"]), {_key(o): o for o in listed["items"]}
+
+    def start(self) -> None:
+        self.started = time.monotonic(), time.time()
+        for kind in WATCHED_KINDS:
+            self._first[kind] = self._list(kind)
+            self._seen[kind] = self._first[kind][0]
+            thread = threading.Thread(target=self._follow, args=(kind, self._first[kind][0]), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _follow(self, kind: str, version: int) -> None:
+        lister, selector = self.listers[kind]
         try:
-            self.core.read_namespaced_service(service.name, service.namespace)
-            return True
-        except client.ApiException as err:
-            if err.status == 404:
-                return False
-            raise
+            while not self._halt.is_set():
+                for event in watch.Watch(return_type="object").stream(
+                        lister, resource_version=str(version), allow_watch_bookmarks=True,
+                        timeout_seconds=FOLLOW_SECONDS, **selector):
+                    obj = event["raw_object"]
+                    version = int(obj["metadata"]["resourceVersion"])
+                    with self._lock:
+                        if event["type"] != "BOOKMARK":
+                            self._changes.append(Change(version, time.monotonic(), time.time(), kind,
+                                                        event["type"], obj))
+                        self._seen[kind] = version
+        except Exception as err:  # noqa: BLE001 - any broken watch makes the history unusable; stop() says why
+            self._failures.append(f"the watch of {kind} broke at resourceVersion {version}: {err}")
 
-    def _watched_labels(self) -> dict[str, dict[str, str] | None]:
-        return {n.metadata.name: n.metadata.labels for n in self.core.list_namespace().items
-                if n.metadata.name in self.namespaces}
+    def _caught_up(self, kind: str, version: int, listed: dict[str, dict]) -> bool:
+        """Whether the watch of kind has delivered everything up to a list of it at version: it has seen that
+        version or a later one, or what it replayed is exactly that list (no write of kind since)."""
+        with self._lock:
+            if self._seen[kind] >= version:
+                return True
+            replayed = dict(self._first[kind][1])
+            for change in self._changes:
+                if change.kind == kind:
+                    _apply(replayed, change)
+        return _versions(replayed) == _versions(listed)
 
-    def _injectors(self) -> tuple[dict[str, int], set[str]]:
-        """Injectors per watched namespace and the Services they call, at one instant. The apiserver answers one list
-        per selector, so a namespace relabelled between two of them would be counted under its old and its new
-        injector: the counts are kept only if no injector configuration and no watched namespace's labels changed
-        while they were taken, and taken again otherwise."""
-        while True:
-            configurations = self.admission.list_mutating_webhook_configuration().items
-            labels = self._watched_labels()
-            counted = self._count(configurations)
-            again = self.admission.list_mutating_webhook_configuration().items
-            if _versions(again) == _versions(configurations) and self._watched_labels() == labels:
-                return counted
-
-    def _count(self, configurations) -> tuple[dict[str, int], set[str]]:
-        counts = {ns: 0 for ns in self.namespaces}
-        targets, cache = set(), {}
-        for configuration in configurations:
-            for hook in configuration.webhooks or []:
-                if not hook.name.endswith("sidecar-injector.istio.io"):
-                    continue
-                as_dict = self.api.sanitize_for_serialization(hook)
-                if not selects_unlabelled_pod(as_dict.get("objectSelector")):
-                    continue
-                selected = self._namespaces_selected(selector_string(as_dict.get("namespaceSelector")), cache)
-                for ns in self.namespaces:
-                    if ns in selected:
-                        counts[ns] += 1
-                        service = hook.client_config.service
-                        targets.add(f"{service.namespace}/{service.name}")
-        return counts, targets
-
-    def sample(self) -> dict[str, Any]:
-        counts, targets = self._injectors()
-        dangling = [f"{v.metadata.name}/{h.name}" for v in self.admission.list_validating_webhook_configuration().items
-                    if v.metadata.name.startswith("istiod-default-validator") for h in v.webhooks
-                    if not self._service_exists(h.client_config.service)]
-        istiods = sorted(f"{d.metadata.namespace}/{d.metadata.name}" for d in
-                         self.apps.list_deployment_for_all_namespaces(label_selector="app=istiod").items)
-        return {"t": time.monotonic(), "wall": time.time(), "injectors": counts, "injector_targets": sorted(targets),
-                "dangling_validators": dangling, "istiods": istiods}
-
-    def run(self) -> None:
-        """A sample starts every interval (at once after one that took longer): a slow apiserver does not stretch
-        the spacing by the time each sample takes."""
-        due = time.monotonic()
-        while not self._halt.is_set():
-            self.samples.append(self.sample())
-            due = max(due + self.interval, time.monotonic())
-            self._halt.wait(max(0.0, due - time.monotonic()))
-
-    def stop(self) -> list[dict[str, Any]]:
+    def stop(self, timeout: float = 60) -> list[dict[str, Any]]:
+        """The states from start() to now, oldest first; raises OracleFailed if they cannot be vouched for."""
+        last = {kind: self._list(kind) for kind in WATCHED_KINDS}
+        deadline = time.monotonic() + timeout
+        while not self._failures and not all(self._caught_up(kind, *last[kind]) for kind in WATCHED_KINDS):
+            if time.monotonic() > deadline:
+                self._failures.append(f"the watches did not reach the lists taken at the end within {timeout}s")
+            time.sleep(0.1)
         self._halt.set()
-        self.join()
-        return self.samples
+        for thread in self._threads:
+            thread.join()
+        if self._failures:
+            raise OracleFailed("; ".join(self._failures))
+        end = max(version for version, _ in last.values())
+        states, objects = replay(self._first, [c for c in self._changes if c.version <= end], self.namespaces,
+                                 self.started)
+        self._check_generations()
+        self._check_selectors(objects)
+        return states
+
+    def _check_generations(self) -> None:
+        """A webhook configuration's generation grows by one with each write to its webhooks: a step of more than
+        one is a write the history missed."""
+        seen: dict[str, int] = {}
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for obj in self._first[kind][1].values():
+                seen[obj["metadata"]["uid"]] = obj["metadata"].get("generation", 0)
+        for change in sorted(self._changes, key=lambda c: c.version):
+            if change.kind.endswith("WebhookConfiguration"):
+                uid, generation = change.obj["metadata"]["uid"], change.obj["metadata"].get("generation", 0)
+                before = seen.get(uid, 0 if change.type == "ADDED" else generation)
+                if generation - before > 1:
+                    raise OracleFailed(f"{change.kind} {change.obj['metadata']['name']} went from generation "
+                                       f"{before} to {generation}: the history missed a write")
+                seen[uid] = generation
+
+    def _check_selectors(self, objects: dict[str, dict[str, dict]], tries: int = 5) -> None:
+        """The apiserver's own evaluation of each injector's namespaceSelector against the history's, over the
+        namespaces as they are now (taken again if a namespace changed between the two lists)."""
+        for _, hook in _injector_hooks(objects["MutatingWebhookConfiguration"]):
+            selector = hook.get("namespaceSelector")
+            for _ in range(tries):
+                served = {n.metadata.name for n in self.core.list_namespace(
+                    label_selector=selector_string(selector)).items}
+                evaluated = {n.metadata.name for n in self.core.list_namespace().items
+                             if selects(selector, n.metadata.labels)}
+                if served == evaluated:
+                    break
+            else:
+                raise OracleFailed(f"{hook['name']}: the apiserver's selection differs from the history's by "
+                                   f"{sorted(served ^ evaluated)}")
 
 
-def _versions(configurations) -> list[tuple[str, str]]:
-    return sorted((c.metadata.name, c.metadata.resource_version) for c in configurations)
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One write the apiserver made to a watched object, as its watch delivered it."""
+    version: int
+    t: float
+    wall: float
+    kind: str
+    type: str
+    obj: dict[str, Any]
+
+
+def replay(first: dict[str, tuple[int, dict[str, dict]]], changes: list[Change], namespaces: list[str],
+           started: tuple[float, float]) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict]]]:
+    """first: each kind's list (its resourceVersion, key -> object); changes: every write delivered since, of any
+    kind and in any order. Returns the state at the newest of the lists and after each later write, oldest first,
+    and the objects of the last state. A write older than the newest list only completes the first state."""
+    objects = {kind: dict(listed) for kind, (_, listed) in first.items()}
+    complete = max(version for version, _ in first.values())
+    states = []
+    for change in sorted(changes, key=lambda c: c.version):
+        if change.version > complete and not states:
+            states.append(state_of(objects, namespaces, *started, version=complete, change="start"))
+        _apply(objects[change.kind], change)
+        if change.version > complete:
+            name = f"{change.obj['metadata'].get('namespace', '')}/{change.obj['metadata']['name']}".lstrip("/")
+            states.append(state_of(objects, namespaces, change.t, change.wall, version=change.version,
+                                   change=f"{change.kind} {name} {change.type}"))
+    return states or [state_of(objects, namespaces, *started, version=complete, change="start")], objects
+
+
+def state_of(objects: dict[str, dict[str, dict]], namespaces: list[str], t: float, wall: float, version: int,
+             change: str) -> dict[str, Any]:
+    """What a new pod would meet in each of namespaces (injectors, the Services they call), the default validators
+    whose Service does not exist, and the istiod Deployments, given every watched object."""
+    labels = {o["metadata"]["name"]: o["metadata"].get("labels") for o in objects["Namespace"].values()}
+    targets: set[str] = set()
+    injected_by: dict[str, list[str]] = {ns: [] for ns in namespaces}
+    for name, hook in _injector_hooks(objects["MutatingWebhookConfiguration"]):
+        for ns in namespaces:
+            if ns in labels and selects(hook.get("namespaceSelector"), labels[ns]):
+                injected_by[ns].append(f"{name}/{hook['name']}")
+                targets.add(_target(hook))
+    services = {key for key in objects["Service"]}
+    dangling = [f"{v['metadata']['name']}/{h['name']}" for v in objects["ValidatingWebhookConfiguration"].values()
+                if v["metadata"]["name"].startswith("istiod-default-validator") for h in v.get("webhooks") or []
+                if _target(h) not in services]
+    return {"t": t, "wall": wall, "version": version, "change": change,
+            "injectors": {ns: len(hooks) for ns, hooks in injected_by.items()}, "injected_by": injected_by,
+            "injector_targets": sorted(targets), "dangling_validators": dangling,
+            "istiods": sorted(objects["Deployment"])}
+
+
+def selects(selector: dict[str, Any] | None, labels: dict[str, str] | None) -> bool:
+    """Whether a metav1.LabelSelector matches labels (Kubernetes' rules: NotIn and DoesNotExist hold for an absent
+    key; an empty selector matches everything)."""
+    labels = labels or {}
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, values, present = expr["key"], expr.get("values") or [], expr["key"] in labels
+        held = {"In": present and labels.get(key) in values, "NotIn": not present or labels[key] not in values,
+                "Exists": present, "DoesNotExist": not present}[expr["operator"]]
+        if not held:
+            return False
+    return True
+
+
+def _injector_hooks(configurations: dict[str, dict]) -> list[tuple[str, dict[str, Any]]]:
+    """(configuration name, webhook) of each Istio injector webhook that a pod without labels meets, wherever its
+    namespaceSelector matches."""
+    return [(name, h) for name, c in configurations.items() for h in c.get("webhooks") or []
+            if h["name"].endswith("sidecar-injector.istio.io") and selects_unlabelled_pod(h.get("objectSelector"))]
+
+
+def _target(hook: dict[str, Any]) -> str:
+    service = hook["clientConfig"].get("service")
+    return f"{service['namespace']}/{service['name']}" if service else hook["clientConfig"].get("url", "")
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+def _apply(objects: dict[str, dict], change: Change) -> None:
+    if change.type == "DELETED":
+        objects.pop(_key(change.obj), None)
+    else:
+        objects[_key(change.obj)] = change.obj
+
+
+def _versions(objects: dict[str, dict]) -> dict[str, str]:
+    return {key: o["metadata"]["resourceVersion"] for key, o in objects.items()}

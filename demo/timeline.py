@@ -1,5 +1,6 @@
 """The demo's migration as a picture: the phases of `pulumi up` (the engine's event log, read as the bench reads it),
-each workload's move (from a recording of every pod) and the injectors per profile namespace (the sampler's samples).
+each workload's move (from a recording of every pod) and the injectors per profile namespace (the injector
+history's states).
 
 Pure: `timeline_of` turns those recordings into a Timeline, the figure's inputs; `draw` turns a Timeline into a PNG."""
 
@@ -41,9 +42,9 @@ class Timeline:
     moves: list[Move]
     """In the order they started."""
     injectors: list[tuple[float, int, int]]
-    """Per sample: (seconds, fewest, most) injectors over the profile namespaces."""
+    """Per state: (seconds, fewest, most) injectors over the profile namespaces."""
     namespaces: int
-    """How many profile namespaces the sampler watched."""
+    """How many profile namespaces the history followed."""
     wall: float
     """Seconds `pulumi up` took."""
     destination: str
@@ -130,15 +131,15 @@ def workload_moves(pod_events: Iterable[dict[str, Any]], controllers: Mapping[Ob
     return sorted((m for m in found if m is not None), key=lambda m: (m.start, m.what))
 
 
-def injector_series(samples: Iterable[Mapping[str, Any]], started: float) -> list[tuple[float, int, int]]:
-    """(seconds from started, fewest, most) injectors over the watched namespaces, per sample of
-    demo.observe.InjectorSampler."""
+def injector_series(states: Iterable[Mapping[str, Any]], started: float) -> list[tuple[float, int, int]]:
+    """(seconds from started, fewest, most) injectors over the watched namespaces, per state of
+    demo.observe.InjectorHistory."""
     return [(s["t"] - started, min(s["injectors"].values()), max(s["injectors"].values()))
-            for s in samples if s["injectors"]]
+            for s in states if s["injectors"]]
 
 
 def timeline_of(stamped: list[tuple[float, dict[str, Any]]], pod_events: list[dict[str, Any]],
-                controllers: Mapping[ObjectId, Mapping[str, Any]], samples: list[dict[str, Any]],
+                controllers: Mapping[ObjectId, Mapping[str, Any]], states: list[dict[str, Any]],
                 outputs: Mapping[str, Any], started: float, ended: float) -> Timeline:
     """The timeline of one `pulumi up --stack migrated` that ran from started to ended (time.monotonic(), the
     clock of every recording): stamped, the engine's event log (bench.steps.EventLogTail); outputs, the stack's."""
@@ -147,14 +148,14 @@ def timeline_of(stamped: list[tuple[float, dict[str, Any]]], pod_events: list[di
     moves = workload_moves(pod_events, controllers, planned_ways(stamped),
                            unmanaged_ways(outputs.get("unmanagedPods") or []), outputs["istiodAddress"], started,
                            handled_from)
-    return Timeline(phases=phases, moves=moves, injectors=injector_series(samples, started),
-                    namespaces=max((len(s["injectors"]) for s in samples), default=0), wall=ended - started,
+    return Timeline(phases=phases, moves=moves, injectors=injector_series(states, started),
+                    namespaces=max((len(s["injectors"]) for s in states), default=0), wall=ended - started,
                     destination=outputs["istiodAddress"])
 
 
 def draw(timeline: Timeline, path: Path) -> None:
     """Three panels over one time axis, written as a PNG to path: the phases of `pulumi up`, one bar per move
-    coloured by how it was moved, and the fewest and most injectors over the profile namespaces in each sample."""
+    coloured by how it was moved, and the fewest and most injectors over the profile namespaces in each state."""
     fig, (top, middle, bottom) = plt.subplots(
         3, 1, sharex=True, layout="constrained",
         figsize=(16, 3.5 + 0.24 * (len(timeline.phases) + len(timeline.moves))),
@@ -216,12 +217,14 @@ def _moves(ax, timeline: Timeline) -> None:
 def _injectors(ax, timeline: Timeline) -> None:
     times = [t for t, _, _ in timeline.injectors]
     fewest, most = [lo for _, lo, _ in timeline.injectors], [hi for _, _, hi in timeline.injectors]
-    ax.step(times, most, where="post", color="tab:red", linewidth=5, alpha=0.35, label="most in a namespace")
-    ax.step(times, fewest, where="post", color="tab:blue", linewidth=1.5, label="fewest in a namespace")
+    # A state lasts until the next write: the last one is drawn to the end of the update.
+    drawn = (times + [timeline.wall], fewest + fewest[-1:], most + most[-1:]) if times else (times, fewest, most)
+    ax.step(drawn[0], drawn[2], where="post", color="tab:red", linewidth=5, alpha=0.35, label="most in a namespace")
+    ax.step(drawn[0], drawn[1], where="post", color="tab:blue", linewidth=1.5, label="fewest in a namespace")
     ax.set_ylim(-0.5, max(most, default=1) + 1.5)
     ax.set_yticks(range(max(most, default=1) + 2))
     ax.set_ylabel("injectors")
-    every = f", one every {(times[-1] - times[0]) / (len(times) - 1):.2f} s" if len(times) > 1 else ""
     ax.set_title(f"Injectors a new pod would meet in each profile namespace ({timeline.namespaces} namespaces, "
-                 f"{len(times)} samples{every}): fewest {min(fewest, default='-')}, most {max(most, default='-')}; "
+                 f"every one of {len(times)} states the apiserver went through): fewest {min(fewest, default='-')}, "
+                 f"most {max(most, default='-')}; "
                  f"it must stay exactly 1", loc="left", fontsize=10)

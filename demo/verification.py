@@ -1,4 +1,4 @@
-"""The verification table: each check compares before/after snapshots, sampler output and live state. What "new"
+"""The verification table: each check compares before/after snapshots, the injector history and live state. What "new"
 and "old" mean comes from the migrated stack's outputs, not from constants: a row can only pass for the plane the
 stack really declared."""
 
@@ -22,15 +22,15 @@ from migration.workloads import offenders, proxy_address, service_of
 
 
 def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
-           samples: list[dict[str, Any]], second_preview_clean: bool,
+           states: list[dict[str, Any]], second_preview_clean: bool,
            proxy_events: list[dict[str, Any]], precheck: str | None) -> list[tuple[str, str, bool]]:
     """(check, observed, passed) rows. outputs: `pulumi stack output --json` of the migrated stack; proxy_events:
     the proxy simulator's log (devcluster.proxy_events) over the update; precheck: what the stack's preflight said
     `istioctl x precheck` found (None if the update's output has no such line)."""
     new_ns, address, old_ns = outputs["controlPlaneNamespace"], outputs["istiodAddress"], outputs["sourceNamespace"]
     new_istiod = address.split(".", 1)[0]  # istioctl names the Deployment like its Service
-    counts = [c for s in samples for c in s["injectors"].values()]
-    dangling = sum(1 for s in samples if s["dangling_validators"])
+    counts = [c for s in states for c in s["injectors"].values()]
+    dangling = sum(1 for s in states if s["dangling_validators"])
     view = pod_view(config.new_client_from_config(config_file=env["KUBECONFIG"]))
     bad = offenders(**view, leaving=outputs["leavingIstiodAddress"], destination=address)
     moved = sum(1 for p in view["pods"] if service_of(proxy_address(p) or "") == service_of(address))
@@ -68,9 +68,9 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
         ("new istiod Available", f"{new_ns}/{new_istiod} Available={available}", available == "True"),
         ("Istio version kept (the same image)", f"{legacy['version']} -> {build_of(new_image).version} "
          f"({new_image})", new_image == legacy["image"]),
-        ("injectors per profile namespace, every sample", f"min {min(counts, default=0)}, max {max(counts, default=0)}"
-         f" over {len(samples)} samples", bool(counts) and min(counts) == max(counts) == 1),
-        ("default validator targets a live Service", f"{dangling} bad samples", dangling == 0 and bool(samples)),
+        ("injectors per profile namespace, every state", f"min {min(counts, default=0)}, max {max(counts, default=0)}"
+         f" over {len(states)} states", bool(counts) and min(counts) == max(counts) == 1),
+        ("default validator targets a live Service", f"{dangling} bad states", dangling == 0 and bool(states)),
         ("workloads moved, by way and kind", ", ".join(f"{n} {way}" for way, n in sorted(kinds.items())) or "none",
          bool(kinds)),
         ("no pod left on the old istiod (gateway included)", f"{moved} proxies on {address}, {len(bad)} left"

@@ -1,7 +1,8 @@
 """Which injector webhooks a pod would be sent to: Kubernetes label-selector semantics over webhook configurations.
 
 Pure functions over plain objects; used to prove a stack never declares two injectors for one namespace, and by
-the migration's sampler to count injectors per namespace on a live cluster.
+the plan and the preflight to find the injectors a namespace meets on a live cluster. The tests' and the demo's
+injector oracle (demo.observe) evaluates selectors on its own, so a bug here cannot hide itself there.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from demo.observe import InjectorSampler, kubectl_json, snapshot
+from demo.observe import InjectorHistory, kubectl_json, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from devcluster.workspace import Workspace
@@ -102,13 +102,20 @@ def purged(workspace: Workspace):
         workspace.cluster.down(purge=True)
 
 
-def one_injector_throughout(samples: list[dict[str, Any]]) -> None:
-    counts = [c for s in samples for c in s["injectors"].values()]
-    wrong = [(i, ns, c, s["injector_targets"]) for i, s in enumerate(samples) for ns, c in s["injectors"].items()
-             if c != 1]
+def one_injector_throughout(states: list[dict[str, Any]]) -> None:
+    """Exactly one injector for a plain pod in every watched namespace, in every state of demo.observe's history."""
+    counts = [c for s in states for c in s["injectors"].values()]
+    wrong = [(s["change"], ns, s["injected_by"][ns]) for s in states for ns, c in s["injectors"].items() if c != 1]
     assert counts and not wrong, \
-        f"injectors per profile namespace over {len(samples)} samples: min {min(counts, default=0)}, " \
-        f"max {max(counts, default=0)}; first (sample, namespace, injectors, targets): {wrong[:3]}"
+        f"injectors per profile namespace over {len(states)} states: min {min(counts, default=0)}, " \
+        f"max {max(counts, default=0)}; first (after which write, namespace, injectors): {wrong[:3]}"
+
+
+def one_injector_now(workspace: Workspace, profiles: list[str]) -> None:
+    """One injector per profile namespace in the cluster's present state."""
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), profiles)
+    history.start()
+    one_injector_throughout(history.stop())
 
 
 def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:
@@ -155,23 +162,23 @@ def new_pods_get(env: dict[str, str], namespace: str, address: str) -> None:
     run(["kubectl", "-n", namespace, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], env)
 
 
-def up_sampled(workspace: Workspace, stack: str, profiles: list[str], *extra: str) -> list[dict[str, Any]]:
-    """`pulumi up --stack STACK [extra...]` while the injector sampler watches profiles; returns its samples."""
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), profiles)
-    sampler.start()
+def up_with_history(workspace: Workspace, stack: str, profiles: list[str], *extra: str) -> list[dict[str, Any]]:
+    """`pulumi up --stack STACK [extra...]` while the injector history follows profiles; returns its states."""
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), profiles)
+    history.start()
     try:
         workspace.up(stack, *extra)
     finally:
-        samples = sampler.stop()
-    return samples
+        states = history.stop()
+    return states
 
 
 def roll_back_and_check(workspace: Workspace, profiles: list[str], *extra: str) -> None:
-    """`pulumi up --stack legacy [extra...]` with the injector sampler running, then: one injector at every sample,
+    """`pulumi up --stack legacy [extra...]` with the injector history followed, then: one injector in every state,
     nothing lost, no migrated istiod left, every sidecar and a new pod on the legacy istiod."""
     env = workspace.env
     before = snapshot(env)
-    one_injector_throughout(up_sampled(workspace, "legacy", profiles, *extra))
+    one_injector_throughout(up_with_history(workspace, "legacy", profiles, *extra))
     nothing_lost(env, before)
     assert "istiod-kf-1-30" not in run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
     new_pods_get(env, profiles[-1], LEGACY_ISTIOD)

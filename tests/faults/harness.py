@@ -14,7 +14,7 @@ from typing import Any, Callable
 from kubernetes import client, config
 
 from demo import fixture
-from demo.observe import InjectorSampler, snapshot
+from demo.observe import InjectorHistory, snapshot
 from devcluster.workspace import Workspace
 from tests.faults.proctree import kill_tree
 from tests.support import DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
@@ -97,12 +97,12 @@ KILL_POINTS: dict[str, Callable[[Api], bool]] = {
 
 @dataclasses.dataclass
 class Mesh:
-    """A legacy mesh on its own cluster and workspace, the snapshot taken before any migration, and a running
-    injector sampler."""
+    """A legacy mesh on its own cluster and workspace, the snapshot taken before any migration, and the injector
+    history followed from then on."""
 
     workspace: Workspace
     before: dict[str, Any]
-    sampler: InjectorSampler
+    history: InjectorHistory
 
     @property
     def env(self) -> dict[str, str]:
@@ -112,13 +112,15 @@ class Mesh:
         return self.workspace.pulumi(*args, check=check)
 
     def close(self) -> list[dict[str, Any]]:
-        samples = self.sampler.stop()
-        self.workspace.cluster.down(purge=True)
-        return samples
+        """The history's states (if it was not stopped already); the cluster is purged whatever they say."""
+        try:
+            return [] if self.history.stopped else self.history.stop()
+        finally:
+            self.workspace.cluster.down(purge=True)
 
 
 def legacy_mesh(name: str) -> Mesh:
-    """A fresh cluster with the legacy mesh and the injector sampler running; Mesh.close() purges it (a failed
+    """A fresh cluster with the legacy mesh and the injector history followed; Mesh.close() purges it (a failed
     build purges it here)."""
     workspace = fresh_workspace(name)
     try:
@@ -126,9 +128,9 @@ def legacy_mesh(name: str) -> Mesh:
     except BaseException:
         workspace.cluster.down(purge=True)
         raise
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
-    sampler.start()
-    return Mesh(workspace, snapshot(workspace.env), sampler)
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    return Mesh(workspace, snapshot(workspace.env), history)
 
 
 def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", timeout: float = 600) -> str:

@@ -18,8 +18,8 @@ def test_crash_then_resume_converges(resume_point):
         cancel_dead_update(mesh.workspace)  # the dead update's lock
         resumed = mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
         second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
-        samples = mesh.sampler.stop()
-        rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), samples,
+        states = mesh.history.stop()
+        rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), states,
                       second.returncode == 0, proxy_events.read(mesh.workspace.cluster.proxy_events),
                       precheck_said(resumed.stdout))
         failed = [f"{check}: {observed}" for check, observed, ok in rows if not ok]

@@ -1,5 +1,5 @@
 """R4: a migration stopped at a kill point, then rolled back (`pulumi stack select legacy && pulumi up`): the
-legacy mesh again, one injector at every sample, nothing lost, nothing of the migrated plane left running."""
+legacy mesh again, one injector at every state, nothing lost, nothing of the migrated plane left running."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_rollback_from(rollback_point):
         up_killed_at(mesh.workspace, rollback_point)
         cancel_dead_update(mesh.workspace)
         mesh.workspace.up("legacy")
-        one_injector_throughout(mesh.sampler.stop())
+        one_injector_throughout(mesh.history.stop())
         nothing_lost(mesh.env, mesh.before)
         injector = kubectl_json(mesh.env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)
         assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])

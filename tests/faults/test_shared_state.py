@@ -79,7 +79,7 @@ def test_cancel_clears_the_dead_lock_and_the_migration_resumes(shared):
     assert locks(store, prefix) == [], "pulumi cancel left the lock object"
     resumed = mesh.pulumi("up", "--stack", "migrated", "--yes", "--skip-preview")
     second = mesh.pulumi("preview", "--stack", "migrated", "--expect-no-changes", check=False)
-    rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), mesh.sampler.stop(),
+    rows = checks(mesh.env, mesh.workspace.outputs("migrated"), mesh.before, snapshot(mesh.env), mesh.history.stop(),
                   second.returncode == 0, proxy_events.read(mesh.workspace.cluster.proxy_events),
                   precheck_said(resumed.stdout))
     failed = [f"{check}: {observed}" for check, observed, ok in rows if not ok]

@@ -6,7 +6,7 @@ import pytest
 
 from demo import fixture
 from demo.observe import kubectl_json, snapshot
-from tests.support import fresh_workspace, one_injector_throughout, purged, run, up_sampled
+from tests.support import fresh_workspace, one_injector_throughout, purged, run, up_with_history
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
 
@@ -18,8 +18,8 @@ def adopted():
         fixture.build(env, SIZE)
         before = snapshot(env)
         webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]
-        samples = up_sampled(workspace, "legacy", fixture.profile_namespaces(SIZE))
-        yield {"workspace": workspace, "before": before, "after": snapshot(env), "samples": samples,
+        states = up_with_history(workspace, "legacy", fixture.profile_namespaces(SIZE))
+        yield {"workspace": workspace, "before": before, "after": snapshot(env), "states": states,
                "webhooks_before": webhooks_before}
 
 
@@ -30,7 +30,7 @@ def test_nothing_user_owned_changed(adopted):
 
 
 def test_one_injector_throughout_and_webhooks_as_istioctl_left_them(adopted):
-    one_injector_throughout(adopted["samples"])
+    one_injector_throughout(adopted["states"])
     selectors = lambda items: {(w["metadata"]["name"], h["name"], str(h.get("namespaceSelector")))  # noqa: E731
                                for w in items for h in w["webhooks"]}
     after = kubectl_json(adopted["workspace"].env, "get", "mutatingwebhookconfigurations")["items"]

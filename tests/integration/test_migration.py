@@ -17,21 +17,21 @@ import yaml
 
 from demo import charm_hooks, fixture, kubeflow
 from demo.migrate import migrate_and_verify
-from demo.observe import InjectorSampler, kubectl_json, snapshot
+from demo.observe import InjectorHistory, kubectl_json, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from live import analyze
 from migration.workloads import proxy_address
 from tests.support import (DEFAULT_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod,
                            gateway_objects, helm, ingress_objects, istio_charts, new_pods_get, nothing_lost,
-                           one_injector_throughout, opt_in_injector, purged, run, state_urns)
+                           one_injector_now, one_injector_throughout, opt_in_injector, purged, run, state_urns)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
 CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
           "Istio CRs identical (spec, labels, annotations)",
           "istio-ca-root-cert identical in every namespace", "new istiod Available", "Istio version kept (the same image)",
-          "injectors per profile namespace, every sample", "default validator targets a live Service",
+          "injectors per profile namespace, every state", "default validator targets a live Service",
           "workloads moved, by way and kind", "no pod left on the old istiod (gateway included)",
           "istioctl x precheck before the move (preflight)", "istioctl analyze: no new Error, no IST0139",
           "istioctl x check-inject: one injector for a pod of each injected namespace",
@@ -41,7 +41,7 @@ CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
 
 def migrated_mesh(workspace, build, shell_cluster: Cluster | None = None):
     """The workspace's cluster given a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack
-    migrated` (with the shell's KUBECONFIG on shell_cluster, if given) while a sampler watches the injectors; returns
+    migrated` (with the shell's KUBECONFIG on shell_cluster, if given) while the injector history is followed; returns
     (migration, what was on the cluster before: its pods and the Services in kubeflow)."""
     build(workspace, SIZE)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
@@ -144,10 +144,19 @@ def test_a_precheck_that_cannot_look_is_no_verdict(tmp_path):
         analyze.precheck(str(toolchain.binary("istioctl")), "istio-system", str(tmp_path / "no-kubeconfig"))
 
 
-def test_sampler_ran_at_least_twice_a_second(migration):
-    samples = migration[1].samples
-    span = samples[-1]["t"] - samples[0]["t"]
-    assert len(samples) >= 2 * span, f"{len(samples)} samples over {span:.0f}s"
+def test_the_oracle_judged_the_switch_itself(migration):
+    """The injector oracle judges every state the apiserver went through, not samples of them, so the write that
+    switched the default injection path is one of its states: the state before it calls only the old istiod, the
+    state it made only the new one, and no other write moved the profile namespaces from one to the other."""
+    states = migration[1].states
+    old, new = ["kubeflow/istiod"], [f"istio-system/{NEW_ISTIOD.split('.')[0]}"]
+    moves = [(before["change"], after["change"]) for before, after in zip(states, states[1:])
+             if before["injector_targets"] != after["injector_targets"]]
+    assert [(b, a) for b, a in moves] and states[0]["injector_targets"] == old and states[-1]["injector_targets"] == new
+    switches = [after for before, after in zip(states, states[1:])
+                if before["injector_targets"] == old and after["injector_targets"] == new]
+    assert len(switches) == 1 and len(moves) == 1, f"the injection path changed at {moves}"
+    assert switches[0]["change"].startswith(f"MutatingWebhookConfiguration {DEFAULT_INJECTOR} "), switches[0]["change"]
 
 
 def test_every_pod_moved_after_the_new_istiod_was_available(migration):
@@ -201,8 +210,8 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
     assert sorted(result.outputs["unmanagedPods"]) == [f"{PROFILES[0]}/pipeline-x-train-1 (Workflow/pipeline-x): wait",
                                                        next(f"{k} (Job/train): wait" for k in migration[2]["pods"]
                                                             if k.startswith(f"{PROFILES[0]}/train-"))]
-    gone = next(s for s in result.samples if "kubeflow/istiod" not in s["istiods"])
-    assert all("kubeflow/istiod" in s["istiods"] for s in result.samples if s["t"] < gone["t"])
+    gone = next(s for s in result.states if "kubeflow/istiod" not in s["istiods"])
+    assert all("kubeflow/istiod" in s["istiods"] for s in result.states if s["t"] < gone["t"])
     step_finished = result.steps_finished[f"{PROFILES[0]}/pipeline-x-train-1"]
     assert step_finished < gone["t"], "the old istiod went before the pipeline step finished"
     job_pod = kubectl_json(env, "-n", PROFILES[0], "get", "pods", "-l", "job-name=train")["items"][0]
@@ -325,33 +334,27 @@ def test_juju_hand_over(migration):
     after = gateway_objects(env)
     assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
     assert gateway_istiod(env) == NEW_ISTIOD
-    sampler = InjectorSampler(str(migration[0].cluster.kubeconfig), PROFILES)
-    one_injector_throughout([sampler.sample()])
+    one_injector_now(migration[0], PROFILES)
 
 
-def test_a_namespace_relabelled_while_a_sample_is_taken_is_counted_once(migration):
-    """The oracle's own race: the sampler asks the apiserver one list per injector's namespaceSelector, and a
-    namespace moved in one write from the default injection path to the revision's injector between the default
-    path's list and the revision's was counted under both. Here the write lands right after the default path's list:
-    the sample is taken again and counts one injector."""
+def test_a_namespace_moved_in_one_write_is_one_state_with_one_injector(migration):
+    """A profile namespace moved in one label write from the default injection path to the revision's injector and
+    back, while the history is followed: each write is one state, in which the namespace has exactly one injector,
+    now the other one, whatever the speed of this machine (a sampler that asked the apiserver one list per selector
+    could count a write that landed between two lists under both injectors)."""
     workspace, ns = migration[0], PROFILES[0]
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
-    selected, moved = sampler._namespaces_selected, []
-
-    def move_after_the_default_paths_list(selector, cache):
-        found = selected(selector, cache)
-        if selector in ("istio-injection in (enabled)", "istio-injection=enabled") and not moved:
-            moved.append(run(["kubectl", "label", "namespace", ns, "istio-injection-", "istio.io/rev=kf-1-30"],
-                             workspace.env))
-        return found
-
-    sampler._namespaces_selected = move_after_the_default_paths_list
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
     try:
-        sample = sampler.sample()
+        run(["kubectl", "label", "namespace", ns, "istio-injection-", "istio.io/rev=kf-1-30"], workspace.env)
     finally:
         run(["kubectl", "label", "namespace", ns, "istio.io/rev-", "istio-injection=enabled"], workspace.env)
-    assert moved, "no injector selects the default injection path's label"
-    assert sample["injectors"][ns] == 1, sample
+        states = history.stop()
+    one_injector_throughout(states)
+    relabels = [s for s in states if s["change"] == f"Namespace {ns} MODIFIED"]
+    assert len(relabels) == 2, [s["change"] for s in states]
+    configurations = [[hook.split("/")[0] for hook in s["injected_by"][ns]] for s in (states[0], *relabels)]
+    assert configurations == [[DEFAULT_INJECTOR], ["istio-sidecar-injector-kf-1-30"], [DEFAULT_INJECTOR]]
 
 
 def test_the_charm_gateway_keeps_every_field_the_charm_set(migration):
@@ -406,7 +409,7 @@ def plane_uids(env: dict[str, str]) -> dict[str, str]:
 def handed_to_helm(migration):
     """handOver=helm and `pulumi up` (istiod rolls once, to the chart's pod template), `pulumi destroy`, then the
     stack's own helmCommands (`helm upgrade --install` of Istio's base and istiod charts, from the pinned Istio
-    module) while the injector sampler runs."""
+    module) while the injector history is followed."""
     workspace = migration[0]
     env = workspace.env
     moved = {"uids": plane_uids(env), "mesh": snapshot(env)}
@@ -425,15 +428,15 @@ def handed_to_helm(migration):
                                         "istio-system", "--values", "istio-values.yaml").stdout
                                 for chart, release in HELM_RELEASES.items()))
     diff = run(["kubectl", "diff", "--server-side", "-f", str(rendered)], env, check=False)
-    sampler = InjectorSampler(str(workspace.cluster.kubeconfig), PROFILES)
-    sampler.start()
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
     try:
         installs = [helm_on(workspace, *shlex.split(command.replace("<charts>", str(istio_charts())))[1:], "--wait",
                             check=False) for command in outputs["helmCommands"] if command.startswith("helm ")]
     finally:
-        samples = sampler.stop()
+        states = history.stop()
     return {"outputs": outputs, "moved": moved, "released": released, "diff": diff, "installs": installs,
-            "samples": samples}
+            "states": states}
 
 
 def test_the_hand_over_to_helm_lets_go_and_every_object_keeps_its_uid(migration, handed_to_helm):
@@ -451,7 +454,7 @@ def test_the_charts_applied_as_a_dry_run_change_nothing(handed_to_helm):
 
 def test_helm_adopts_the_plane_and_restarts_nothing(migration, handed_to_helm):
     """The real `helm upgrade --install` of both charts over the live plane: no pod restarted or replaced, istiod's
-    Deployment unchanged, no CR or CRD lost, one injector per profile namespace at every sample, both releases
+    Deployment unchanged, no CR or CRD lost, one injector per profile namespace in every state, both releases
     deployed."""
     env, released = migration[0].env, handed_to_helm["released"]
     for install in handed_to_helm["installs"]:
@@ -461,7 +464,7 @@ def test_helm_adopts_the_plane_and_restarts_nothing(migration, handed_to_helm):
         released["generation"], "istiod's Deployment changed"
     assert plane_uids(env) == released["uids"]
     nothing_lost(env, released["mesh"])
-    one_injector_throughout(handed_to_helm["samples"])
+    one_injector_throughout(handed_to_helm["states"])
     listed = json.loads(helm_on(migration[0], "list", "--namespace", "istio-system", "--output", "json").stdout)
     assert {(r["name"], r["chart"].rsplit("-", 1)[0], r["status"]) for r in listed} == \
            {(release, chart, "deployed") for chart, release in HELM_RELEASES.items()}

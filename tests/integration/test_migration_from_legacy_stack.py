@@ -29,7 +29,7 @@ def test_rollback_by_the_legacy_stack_that_built_the_mesh(migration):
     """The way back after the migration finished (old plane torn down, and the old charm's purge attempted), run by
     the legacy stack that built this mesh: it already holds the default injector and validator in its control
     plane, and its state still lists the torn-down plane, so `pulumi up --refresh`. A working legacy mesh again, one
-    injector at every sample, nothing lost, and the default webhooks switched back in place: the same objects (UIDs),
+    injector at every state, nothing lost, and the default webhooks switched back in place: the same objects (UIDs),
     never deleted and re-created. Then `pulumi refresh` and `preview --expect-no-changes` on that stack: clean."""
     workspace = migration[0]
     env = workspace.env

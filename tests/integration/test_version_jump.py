@@ -21,7 +21,7 @@ from migration import render
 from migration.versions import build_of, istiod_image
 from migration.workloads import proxy_address
 from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_lost, one_injector_throughout,
-                           purged, roll_back_and_check, up_sampled)
+                           purged, roll_back_and_check, up_with_history)
 
 PINNED, NEXT = pins()["ISTIO_VERSION"], pins()["ISTIO_NEXT_VERSION"]
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)  # Deployments only: no pipeline step to wait for
@@ -77,7 +77,7 @@ def mesh():
         env = workspace.env
         before = {"snapshot": snapshot(env), "image": istiod_image(istiods(env)["kubeflow/istiod"]),
                   "crds": live_crd_versions(env), "proxies": proxy_images(env)}
-        yield workspace, before, up_sampled(workspace, "migrated", PROFILES)
+        yield workspace, before, up_with_history(workspace, "migrated", PROFILES)
 
 
 def test_preflight_named_both_versions_and_the_crd_change(mesh):
@@ -96,9 +96,9 @@ def test_the_new_istiod_is_the_next_build_at_the_legacy_hub(mesh):
 
 
 def test_crds_now_hold_the_next_builds_schemas_and_every_cr_is_kept(mesh):
-    workspace, before, samples = mesh
+    workspace, before, states = mesh
     nothing_lost(workspace.env, before["snapshot"])
-    one_injector_throughout(samples)
+    one_injector_throughout(states)
     rendered = rendered_crd_specs(NEXT, f"istioctl-{NEXT}")
     assert rendered != rendered_crd_specs(PINNED, "istioctl"), "the two builds render different CRD schemas"
     assert live_crd_versions(workspace.env) == rendered

@@ -50,18 +50,18 @@ def test_unrestarted_deployments_have_no_span():
 
 
 def test_summary_lower_bound_and_ratio():
-    samples = [{"t": 1.0, "injectors": {"p0": 1}, "injector_targets": ["kubeflow/istiod"]},
+    states = [{"t": 1.0, "injectors": {"p0": 1}, "injector_targets": ["kubeflow/istiod"]},
                {"t": 11.0, "injectors": {"p0": 1}, "injector_targets": ["istio-system/istiod-kf-1-30"]}]
     churn = [{"t": 2.0, "outcome": "ok", "detail": ""}, {"t": 10.5, "outcome": "rejected", "detail": "p0/churn-1"},
              {"t": 40.0, "outcome": "ok", "detail": "after the update: not counted"}]
-    summary = summarize_run("p4", 0.0, 24.0, EVENTS, samples, churn, ["p0"])
+    summary = summarize_run("p4", 0.0, 24.0, EVENTS, states, churn, ["p0"])
     assert summary["istiod_available_s"] == 9.0 and summary["slowest_rollout_s"] == 6.0
     assert summary["lower_bound_s"] == 15.0 and summary["ratio_to_lower_bound"] == 1.6
     assert summary["slot_bound_s"] is None, "no slots given: no bound counting them"
-    one_slot = summarize_run("p1", 0.0, 24.0, EVENTS, samples, churn, ["p0"], slots=1)
+    one_slot = summarize_run("p1", 0.0, 24.0, EVENTS, states, churn, ["p0"], slots=1)
     assert one_slot["slot_bound_s"] == 9.0 + 3.0 + 1.0 + 6.0, "one at a time: Available + every rollout in turn"
     assert one_slot["ratio_to_slot_bound"] == round(24 / 19, 2)
-    three_slots = summarize_run("p3", 0.0, 24.0, EVENTS, samples, churn, ["p0"], slots=3)
+    three_slots = summarize_run("p3", 0.0, 24.0, EVENTS, states, churn, ["p0"], slots=3)
     assert three_slots["slot_bound_s"] == 15.0, "with a slot each, the slowest rollout bounds it"
     assert summary["median_rollout_by_kind_s"] == {"Deployment": 3.0, "StatefulSet": 6.0}
     assert summary["rollouts_by_kind"] == {"Deployment": 2, "StatefulSet": 1}

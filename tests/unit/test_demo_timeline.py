@@ -1,5 +1,5 @@
 """The demo's timeline comes from pure functions over its recordings (pods, the engine's event log, the injector
-sampler's samples): checked here on a hand-made update that started at t=100."""
+injector history's states): checked here on a hand-made update that started at t=100."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ STAMPED = [
          "command:local:Command"),
 ]
 OUTPUTS = {"istiodAddress": NEW, "unmanagedPods": ["p0/pipeline-x-train-1 (Workflow/pipeline-x): wait"]}
-SAMPLES = [{"t": 99.5 + i, "injectors": {"p0": 1, "p1": 1 if i != 6 else 2}} for i in range(45)]
+STATES = [{"t": 99.5 + i, "injectors": {"p0": 1, "p1": 1 if i != 6 else 2}} for i in range(45)]
 
 
 def test_ways_come_from_the_rollout_plan_and_the_gateway_steps_the_update_ran():
@@ -105,7 +105,7 @@ def test_unmanaged_pods_and_their_policy_come_from_the_stack_output():
 
 
 def test_each_moved_workload_is_one_bar_with_its_way_in_the_order_they_started():
-    timeline = timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, SAMPLES, OUTPUTS, STARTED, 145.0)
+    timeline = timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, STATES, OUTPUTS, STARTED, 145.0)
     assert timeline.moves == [
         Move("kubeflow/Deployment/gw", "patch", 3.0, 8.0),  # its first rollout, still on the old istiod, is not done
         Move("p0/Deployment/web", "restart", 10.0, 13.0),
@@ -130,15 +130,15 @@ def test_a_pod_that_finished_before_its_step_began_is_drawn_when_it_finished():
     assert moves == [Move("p0/pipeline-x-train-1 (Workflow/pipeline-x)", "wait", 40.0, 40.0)]
 
 
-def test_the_injector_series_is_the_fewest_and_most_over_the_namespaces_of_each_sample():
-    series = injector_series(SAMPLES, STARTED)
-    assert len(series) == len(SAMPLES) and series[0] == (-0.5, 1, 1) and series[6] == (5.5, 1, 2)
-    assert injector_series([{"t": 101.0, "injectors": {}}], STARTED) == [], "a sample of no namespace says nothing"
-    timeline = timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, SAMPLES, OUTPUTS, STARTED, 145.0)
+def test_the_injector_series_is_the_fewest_and_most_over_the_namespaces_of_each_state():
+    series = injector_series(STATES, STARTED)
+    assert len(series) == len(STATES) and series[0] == (-0.5, 1, 1) and series[6] == (5.5, 1, 2)
+    assert injector_series([{"t": 101.0, "injectors": {}}], STARTED) == [], "a state of no namespace says nothing"
+    timeline = timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, STATES, OUTPUTS, STARTED, 145.0)
     assert timeline.injectors == series and timeline.namespaces == 2
 
 
 def test_draw_writes_a_png(tmp_path):
     path = tmp_path / "demo" / "timeline.png"
-    draw(timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, SAMPLES, OUTPUTS, STARTED, 145.0), path)
+    draw(timeline_of(STAMPED, POD_EVENTS, CONTROLLERS, STATES, OUTPUTS, STARTED, 145.0), path)
     assert path.read_bytes().startswith(b"\x89PNG")
