@@ -43,12 +43,10 @@ demo:
 test: setup go-test
 	$(PY) -m pytest tests -n 3 --dist loadfile --no-loadscope-reorder --durations=12
 
-# Our own Go programs (the Command provider, the language host, the proxy simulator in the istio wrapper); the other
-# tools/go modules only wrap upstream.
+# Our own Go programs (the Command provider, the language host, the proxy simulator in the istio wrapper), with the
+# toolchain build's flags so the packages it compiled are reused; the other tools/go modules only wrap upstream.
 go-test:
-	cd tools/go/command-provider && go test ./...
-	cd tools/go/langhost && go test ./...
-	tools/build-toolchain.sh --go-test-istio
+	tools/build-toolchain.sh --go-test
 
 bench: venv demo-tools
 	$(PY) -m bench

@@ -6,7 +6,7 @@
 #   tools/build-toolchain.sh all        every set (make setup, make test)
 #   tools/build-toolchain.sh --dir      print the bin directory of this pin set (builds nothing)
 #   tools/build-toolchain.sh --sets     print each set and the binaries it installs
-#   tools/build-toolchain.sh --go-test-istio   run our Go tests in the istio wrapper module
+#   tools/build-toolchain.sh --go-test  run the Go tests of our own Go programs (make go-test)
 #
 # The sets:
 #   demo        what the demo, and so every embedded cluster, runs: the Pulumi CLI and plugins, the cluster's
@@ -17,8 +17,8 @@
 #   s3          versitygw, an S3-compatible server (Apache-2.0) on a posix directory, for Pulumi state shared by a
 #               team (devcluster.statestore starts it)
 #
-# The cache key is a hash of everything under tools/ that affects the binaries, so an unchanged pin set rebuilds
-# nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
+# The cache key is a hash of everything under tools/ that affects the binaries (pins.env, build-steps.sh, go/,
+# patches/; not this driver), so an unchanged pin set rebuilds nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
 # itself built with .complete-<set>. A build holds a lock on its pin set, so two test workers that need the same set
 # at once build it once. Each build records the wall and CPU seconds of every step in logs/times-<set>.tsv.
 # KFISTIO_CACHE overrides the cache root.
@@ -28,17 +28,12 @@ tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=pins.env
 source "$tools/pins.env"
 
-SETS=(demo istio-next helm s3)
-declare -A SET_BINARIES=(
-  [demo]="pulumi pulumi-language-python pulumi-language-python-exec pulumi-resource-command pulumi-resource-kubernetes
-          kube-apiserver kube-controller-manager kube-scheduler etcd kwok istioctl pilot-discovery proxysim"
-  [istio-next]="istioctl-$ISTIO_NEXT_VERSION pilot-discovery-$ISTIO_NEXT_VERSION"
-  [helm]="helm"
-  [s3]="versitygw"
-)
+# shellcheck source=build-steps.sh
+source "$tools/build-steps.sh"
 
+# What decides the binaries (this driver does not): the pins, the build steps, the wrapper modules and the patches.
 # Go test files are left out: they do not change a binary (`make go-test` runs them).
-pin_hash=$(cd "$tools" && find pins.env build-toolchain.sh go patches -type f ! -name '*_test.go' \
+pin_hash=$(cd "$tools" && find pins.env build-steps.sh go patches -type f ! -name '*_test.go' \
   ! -path '*/istio-src/*' ! -path '*/provider-src/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 cache=${KFISTIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kf-istio-migrate}
 out=$cache/toolchain/$pin_hash
@@ -46,16 +41,6 @@ out=$cache/toolchain/$pin_hash
 started=$(date +%s)
 
 say() { printf '[build-toolchain %4ss] %s\n' "$(($(date +%s) - started))" "$*" >&2; }
-
-# module_dir MODULE@VERSION -> the read-only directory of that module in the Go module cache.
-module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
-
-# writable_copy MODULE@VERSION DEST: a module's source where patches and generated files can be written.
-writable_copy() {
-  rm -rf "$2"
-  cp -r "$(module_dir "$1")" "$2"
-  chmod -R u+w "$2"
-}
 
 # cpu_now VAR: the user + system CPU seconds of this shell's finished children, into VAR. bash's `times` is read in
 # this shell and written to a file: in a command substitution's subshell the counts would start again at zero.
@@ -78,159 +63,6 @@ timed() {
     >>"$work/logs/times.tsv"
 }
 
-# build TOOL_DIR LDFLAGS OUTPUT PACKAGE...: go build packages of one wrapper module into OUTPUT (bin/ or a file).
-# The binaries are stripped (-s -w), so no package is compiled with debug information either (-dwarf=false): 11 %
-# less CPU for the same binaries (kwok from an empty build cache, 2026-12-06: 175.6 s -> 156.2 s).
-build() {
-  local dir=$1 ldflags=$2 output=$3
-  shift 3
-  say "building $dir: $*"
-  if ! (cd "$work/$dir" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w $ldflags" -o "$output" "$@") \
-      >"$work/logs/$dir.log" 2>&1; then
-    tail -n 30 "$work/logs/$dir.log" >&2
-    echo "build-toolchain: building $dir failed; full log: $work/logs/$dir.log" >&2
-    return 1
-  fi
-}
-
-# istio_source DEST MODULE: DEST, istio.io/istio at MODULE without the agentgateway controller.
-istio_source() {
-  say "preparing Istio source ($2) without the agentgateway controller"
-  writable_copy "istio.io/istio@$2" "$1"
-  rm -f "$1/pilot/pkg/config/kube/agentgateway/"*.go
-  cp "$tools/patches/istio/agentgateway_disabled.go" "$1/pilot/pkg/config/kube/agentgateway/"
-  (cd "$1" && go mod edit -droprequire=github.com/agentgateway/agentgateway/api)
-}
-
-istio_ldflags() {
-  echo "-X istio.io/istio/pkg/version.buildVersion=$1 -X istio.io/istio/pkg/version.buildGitRevision=${2##*-} \
-    -X istio.io/istio/pkg/version.buildStatus=Clean"
-}
-
-# download DIR...: every module the wrapper modules DIR... need, one `go mod download` per wrapper, all at once.
-download() {
-  local dir pids=()
-  for dir in "$@"; do
-    (cd "$work/$dir" && go mod download) &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-}
-
-# lanes "STEP STEP..." "STEP...": run two lists of build steps side by side, each list in order. One `go build` keeps
-# two cores busy only while it compiles; its link, and the packages a large binary waits on, leave one idle.
-lanes() {
-  local lane pids=() failed=0
-  for lane in "$@"; do
-    (for step in $lane; do timed "$step" "build_$step" || exit 1; done) &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  return $failed
-}
-
-build_pulumi() {
-  build pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" "$work/bin/" \
-    github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
-}
-build_langhost() {
-  build langhost "-X main.version=$PULUMI_VERSION" "$work/bin/pulumi-language-python" .
-  install -m 0755 "$(module_dir "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_VERSION")/python/cmd/pulumi-language-python-exec" "$work/bin/"
-}
-build_command-provider() {
-  build command-provider "-X main.version=$COMMAND_PROVIDER_VERSION" "$work/bin/pulumi-resource-command" .
-}
-build_kubernetes-provider() {
-  build kubernetes-provider \
-    "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_VERSION" "$work/bin/" \
-    github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes
-}
-build_kubernetes() {
-  local k8s_minor k8s_ldflags="" pkg
-  k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-    k8s_ldflags+=" -X $pkg.gitTreeState=clean"
-  done
-  build kubernetes "$k8s_ldflags" "$work/bin/" k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-}
-build_etcd() { build etcd "" "$work/bin/etcd" .; }
-build_kwok() { build kwok "" "$work/bin/" sigs.k8s.io/kwok/cmd/kwok; }
-# proxysim (tools/go/istio/proxysim): our proxy simulator, built from the pinned Istio module's ADS and CA clients.
-build_istio() {
-  build istio "$(istio_ldflags "$ISTIO_VERSION" "$ISTIO_MODULE")" "$work/bin/" \
-    istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery ./proxysim
-}
-# The second build is named by its version (istioctl-1.31-dev): what the program looks for on PATH.
-build_istio-next() {
-  local tool
-  build istio-next "$(istio_ldflags "$ISTIO_NEXT_VERSION" "$ISTIO_NEXT_MODULE")" "$work/istio-next/bin/" \
-    istio.io/istio/istioctl/cmd/istioctl istio.io/istio/pilot/cmd/pilot-discovery
-  for tool in istioctl pilot-discovery; do
-    mv "$work/istio-next/bin/$tool" "$work/bin/$tool-$ISTIO_NEXT_VERSION"
-  done
-}
-
-# The builds start at once: each `go build` fetches the modules it lacks, and a download of every module runs beside
-# them so that later builds find theirs (the module cache takes concurrent downloads). The provider's generated
-# embeds (a go run) are the first step of its lane.
-set_demo() {
-  istio_source "$work/istio/istio-src" "$ISTIO_MODULE"
-  download pulumi langhost command-provider kubernetes etcd kwok istio &
-  local downloads=$!
-  # Balanced by each build's time alone on 2 cores (cold, 2026-12-06): pulumi 385 s, istio 240, langhost 32,
-  # etcd 19, command-provider 19 | provider source ~60, kubernetes-provider 398, kubernetes 225, kwok 56.
-  lanes "pulumi istio langhost etcd command-provider" "provider-source kubernetes-provider kubernetes kwok"
-  wait "$downloads"
-  kwok_share
-}
-build_provider-source() {
-  local provider_src=$work/kubernetes-provider/provider-src
-  say "preparing pulumi-kubernetes provider source ($KUBERNETES_PROVIDER_MODULE) with its generated embeds"
-  writable_copy "github.com/pulumi/pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE" "$provider_src"
-  (cd "$provider_src/cmd/pulumi-resource-kubernetes" && VERSION=$KUBERNETES_PROVIDER_VERSION go run ./generate.go) \
-    >"$work/logs/provider-source.log" 2>&1
-}
-# kwok simulates node and pod lifecycles from Stage objects: take upstream's own stage sets from the pinned module
-# (the ones kwokctl uses by default), in the order their kustomization.yaml lists them, and its PortForward CRD
-# (per-pod port-forward rules, what `istioctl proxy-status` needs to reach each istiod).
-kwok_share() {
-  local kwok_src set file
-  kwok_src=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
-  mkdir -p "$out/share"
-  for set in node/fast node/heartbeat-with-lease pod/general; do
-    for file in $(sed -n 's/^- //p' "$kwok_src/kustomize/stage/$set/kustomization.yaml"); do
-      printf -- '---\n'
-      cat "$kwok_src/kustomize/stage/$set/$file"
-    done
-  done >"$out/share/kwok-stages.yaml"
-  cp "$kwok_src/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$out/share/kwok-portforward-crd.yaml"
-}
-
-set_istio-next() {
-  istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
-  lanes "istio-next"
-}
-
-# The charts istioctl renders from, as Helm reads them: the pinned Istio module's manifests/charts/base and
-# manifests/charts/istio-control/istio-discovery (the chart named istiod), into share/charts/.
-set_helm() {
-  local charts
-  charts=$(module_dir "istio.io/istio@$ISTIO_MODULE")/manifests/charts
-  lanes "helm"
-  mkdir -p "$out/share/charts"
-  rm -rf "$out/share/charts/base" "$out/share/charts/istiod"
-  cp -r "$charts/base" "$out/share/charts/base"
-  cp -r "$charts/istio-control/istio-discovery" "$out/share/charts/istiod"
-  chmod -R u+w "$out/share/charts"
-}
-set_s3() { lanes "versitygw"; }
-build_versitygw() {
-  build versitygw "-X main.Version=$VERSITYGW_VERSION -X main.Build=$VERSITYGW_VERSION" "$work/bin/" \
-    github.com/versity/versitygw/cmd/versitygw
-}
-build_helm() { build helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "$work/bin/" helm.sh/helm/v4/cmd/helm; }
 
 # build_set SET: build one set into $out unless it is built; under the pin set's lock.
 build_set() {
@@ -259,15 +91,20 @@ build_set() {
   column -t -s $'\t' "$out/logs/times-$set.tsv" >&2
 }
 
-# `--go-test-istio`: the Go tests of our code in the istio wrapper module (proxysim), against the pinned, patched
-# Istio source, kept beside the toolchain (per Istio module and patch) so only the first run copies it.
-if [[ ${1:-} == --go-test-istio ]]; then
+# `--go-test`: the Go tests of our own Go programs: the Command provider, the language host, and proxysim in the
+# istio wrapper module, against the pinned, patched Istio source kept beside the toolchain (per Istio module and
+# patch, so only the first run copies it). With the build's flags, every package a test imports that the build
+# compiled comes from the Go build cache (-trimpath keeps the source directory out of each package's cache key):
+# only our own packages compile.
+if [[ ${1:-} == --go-test ]]; then
+  (cd "$tools/go/command-provider" && go test $GO_BUILD_FLAGS ./...)
+  (cd "$tools/go/langhost" && go test $GO_BUILD_FLAGS ./...)
   src=$cache/go-test/$ISTIO_MODULE-$(sha256sum "$tools/patches/istio/agentgateway_disabled.go" | cut -c1-8)
   if [[ ! -f $src/.complete ]]; then
     rm -rf "$src" && mkdir -p "$src/istio" && istio_source "$src/istio/istio-src" "$ISTIO_MODULE" && touch "$src/.complete"
   fi
   cp -r "$tools/go/istio/." "$src/istio/"
-  cd "$src/istio" && exec go test ./proxysim/...
+  cd "$src/istio" && exec go test $GO_BUILD_FLAGS ./proxysim/...
 fi
 case ${1:-} in
   --dir) echo "$out/bin"; exit 0 ;;
