@@ -18,9 +18,11 @@
 #               team (devcluster.statestore starts it)
 #
 # The cache key is a hash of everything under tools/ that affects the binaries (pins.env, build-steps.sh, go/,
-# patches/; not this driver), so an unchanged pin set rebuilds nothing and a changed one builds beside the old. All sets of one pin set install into the same bin/ and each marks
-# itself built with .complete-<set>. A build holds a lock on its pin set, so two test workers that need the same set
-# at once build it once. Each build records the wall and CPU seconds of every step in logs/times-<set>.tsv.
+# patches/; not this driver, nor build-times.tsv), so an unchanged pin set rebuilds nothing and a changed one builds
+# beside the old. All sets of one pin set install into the same bin/ and each marks itself built with
+# .complete-<set>. A build holds a lock on its pin set, so two test workers that need the same set at once build it
+# once. Each build records the wall and CPU seconds of every step in logs/times-<set>.tsv, and prints after each step
+# how far along its set is and about how long is left (weighing each step by tools/build-times.tsv).
 # KFISTIO_CACHE overrides the cache root.
 set -euo pipefail
 
@@ -61,6 +63,32 @@ timed() {
   cpu_now c1
   printf '%s\t%.1f\t%.1f\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc)" "$(echo "$c1 - $c0" | bc)" \
     >>"$work/logs/times.tsv"
+  progress "$name"
+}
+
+# progress STEP: after a step of the set being built, how far along the set is and about how long is left. Each
+# step weighs its CPU seconds in tools/build-times.tsv (a cold build on 2 cores); the time left is the time so far
+# scaled by the work left, so it follows this machine's speed.
+progress() {
+  local line
+  line=$(awk -F'\t' -v set="$building" -v elapsed="$(($(date +%s) - set_started))" '
+    NR == FNR { if ($1 == set) { weight[$2] = $3; total += $3; steps++ } next }
+    $1 in weight { done += weight[$1]; finished++ }
+    END {
+      if (total == 0 || done == 0) exit
+      left = elapsed * (total - done) / done
+      printf "%d of %d steps, about %d %% of the %s set", finished, steps, 100 * done / total, set
+      if (finished < steps) printf left < 60 ? "; under a minute left" : "; about %d min left", (left + 30) / 60
+    }' "$tools/build-times.tsv" "$work/logs/times.tsv")
+  [[ -z $line ]] || say "$1 built: $line"
+}
+
+# plan SET...: what building these sets from empty Go caches takes on the machine tools/build-times.tsv was measured
+# on (one at about 1.9 of its 2 cores busy).
+plan() {
+  awk -F'\t' -v sets=" $* " 'index(sets, " " $1 " ") { cpu += $3 }
+    END { if (cpu) printf "%d CPU s of work, about %d min on the 2-core machine it was measured on, %s\n", cpu,
+      int(cpu / 1.9 / 60 + 0.99), "longer on a slower one" }' "$tools/build-times.tsv"
 }
 
 
@@ -72,10 +100,10 @@ build_set() {
   rm -rf "$work"
   mkdir -p "$work/bin" "$work/logs" "$out/bin" "$out/logs"
   cp -r "$tools/go/." "$work/"
-  local set_started set_cpu set_cpu_end
+  local set_started set_cpu set_cpu_end building=$set
   set_started=$(date +%s)
   cpu_now set_cpu
-  say "building the $set tools (module cache: $(go env GOMODCACHE))"
+  say "building the $set tools (module cache: $(go env GOMODCACHE)): $(plan "$set")"
   "set_$set"
   for name in ${SET_BINARIES[$set]}; do
     [[ -x $work/bin/$name ]] || { echo "build-toolchain: the $set build made no $name" >&2; return 1; }
@@ -122,6 +150,7 @@ if ((${#missing[@]})); then
   command -v go >/dev/null || { echo "build-toolchain: 'go' is not on PATH; install Go >= 1.26 first" >&2; exit 1; }
   mkdir -p "$cache/toolchain"
   exec 9>"$out.lock"
+  say "to build: ${missing[*]}, $(plan "${missing[@]}")"
   flock 9  # another build of this pin set (a second test worker) finishes first; its sets are then skipped
   for set in "${missing[@]}"; do build_set "$set"; done
 fi
