@@ -84,12 +84,12 @@ class InjectorHistory:
 
     One watch per kind, each from the resourceVersion of its first list. The apiserver numbers every write with one
     resourceVersion sequence (etcd's revision), so the writes of all kinds, ordered by it, replay the states in the
-    order they existed, at any speed of this machine. stop() checks what it returns: every watched object's list at
-    the end equals the replay; each webhook configuration's generations were all seen, none skipped; and the
-    apiserver selects, for each injector of the last state, the namespaces the replay's selector evaluation does."""
+    order they existed, at any speed of this machine. stop() checks what it returns: each watch reached a list of its
+    kind taken at the end; each webhook configuration's generations were all seen, none skipped; and the apiserver
+    selects, for each injector of the last state, the namespaces the history's selector evaluation does."""
 
     def __init__(self, kubeconfig: str, namespaces: list[str]):
-        self.api = api = config.new_client_from_config(config_file=kubeconfig)
+        api = config.new_client_from_config(config_file=kubeconfig)
         core, admission = client.CoreV1Api(api), client.AdmissionregistrationV1Api(api)
         self.core = core
         self.listers = {
@@ -193,19 +193,21 @@ class InjectorHistory:
 
     def _check_selectors(self, objects: dict[str, dict[str, dict]], tries: int = 5) -> None:
         """The apiserver's own evaluation of each injector's namespaceSelector against the history's, over the
-        namespaces as they are now (taken again if a namespace changed between the two lists)."""
-        for _, hook in _injector_hooks(objects["MutatingWebhookConfiguration"]):
-            selector = hook.get("namespaceSelector")
-            for _ in range(tries):
+        namespaces as they are now (all taken again if a namespace changed between the lists)."""
+        hooks = _injector_hooks(objects["MutatingWebhookConfiguration"])
+        for _ in range(tries):
+            namespaces = self.core.list_namespace().items
+            differ = {}
+            for _, hook in hooks:
+                selector = hook.get("namespaceSelector")
                 served = {n.metadata.name for n in self.core.list_namespace(
                     label_selector=selector_string(selector)).items}
-                evaluated = {n.metadata.name for n in self.core.list_namespace().items
-                             if selects(selector, n.metadata.labels)}
-                if served == evaluated:
-                    break
-            else:
-                raise OracleFailed(f"{hook['name']}: the apiserver's selection differs from the history's by "
-                                   f"{sorted(served ^ evaluated)}")
+                evaluated = {n.metadata.name for n in namespaces if selects(selector, n.metadata.labels)}
+                if served != evaluated:
+                    differ[hook["name"]] = sorted(served ^ evaluated)
+            if not differ:
+                return
+        raise OracleFailed(f"the apiserver's selection differs from the history's: {differ}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,16 +228,18 @@ def replay(first: dict[str, tuple[int, dict[str, dict]]], changes: list[Change],
     and the objects of the last state. A write older than the newest list only completes the first state."""
     objects = {kind: dict(listed) for kind, (_, listed) in first.items()}
     complete = max(version for version, _ in first.values())
-    states = []
-    for change in sorted(changes, key=lambda c: c.version):
-        if change.version > complete and not states:
-            states.append(state_of(objects, namespaces, *started, version=complete, change="start"))
-        _apply(objects[change.kind], change)
+    ordered = sorted(changes, key=lambda c: c.version)
+    for change in ordered:
+        if change.version <= complete:
+            _apply(objects[change.kind], change)
+    states = [state_of(objects, namespaces, *started, version=complete, change="start")]
+    for change in ordered:
         if change.version > complete:
+            _apply(objects[change.kind], change)
             name = f"{change.obj['metadata'].get('namespace', '')}/{change.obj['metadata']['name']}".lstrip("/")
             states.append(state_of(objects, namespaces, change.t, change.wall, version=change.version,
                                    change=f"{change.kind} {name} {change.type}"))
-    return states or [state_of(objects, namespaces, *started, version=complete, change="start")], objects
+    return states, objects
 
 
 def state_of(objects: dict[str, dict[str, dict]], namespaces: list[str], t: float, wall: float, version: int,
@@ -250,10 +254,9 @@ def state_of(objects: dict[str, dict[str, dict]], namespaces: list[str], t: floa
             if ns in labels and selects(hook.get("namespaceSelector"), labels[ns]):
                 injected_by[ns].append(f"{name}/{hook['name']}")
                 targets.add(_target(hook))
-    services = {key for key in objects["Service"]}
     dangling = [f"{v['metadata']['name']}/{h['name']}" for v in objects["ValidatingWebhookConfiguration"].values()
                 if v["metadata"]["name"].startswith("istiod-default-validator") for h in v.get("webhooks") or []
-                if _target(h) not in services]
+                if _target(h) not in objects["Service"]]
     return {"t": t, "wall": wall, "version": version, "change": change,
             "injectors": {ns: len(hooks) for ns, hooks in injected_by.items()}, "injected_by": injected_by,
             "injector_targets": sorted(targets), "dangling_validators": dangling,

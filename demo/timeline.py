@@ -218,9 +218,11 @@ def _injectors(ax, timeline: Timeline) -> None:
     times = [t for t, _, _ in timeline.injectors]
     fewest, most = [lo for _, lo, _ in timeline.injectors], [hi for _, _, hi in timeline.injectors]
     # A state lasts until the next write: the last one is drawn to the end of the update.
-    drawn = (times + [timeline.wall], fewest + fewest[-1:], most + most[-1:]) if times else (times, fewest, most)
-    ax.step(drawn[0], drawn[2], where="post", color="tab:red", linewidth=5, alpha=0.35, label="most in a namespace")
-    ax.step(drawn[0], drawn[1], where="post", color="tab:blue", linewidth=1.5, label="fewest in a namespace")
+    until = [timeline.wall] if times else []
+    ax.step(times + until, most + most[-1:], where="post", color="tab:red", linewidth=5, alpha=0.35,
+            label="most in a namespace")
+    ax.step(times + until, fewest + fewest[-1:], where="post", color="tab:blue", linewidth=1.5,
+            label="fewest in a namespace")
     ax.set_ylim(-0.5, max(most, default=1) + 1.5)
     ax.set_yticks(range(max(most, default=1) + 2))
     ax.set_ylabel("injectors")

@@ -150,13 +150,13 @@ def test_the_oracle_judged_the_switch_itself(migration):
     state it made only the new one, and no other write moved the profile namespaces from one to the other."""
     states = migration[1].states
     old, new = ["kubeflow/istiod"], [f"istio-system/{NEW_ISTIOD.split('.')[0]}"]
-    moves = [(before["change"], after["change"]) for before, after in zip(states, states[1:])
+    moves = [(before, after) for before, after in zip(states, states[1:])
              if before["injector_targets"] != after["injector_targets"]]
-    assert [(b, a) for b, a in moves] and states[0]["injector_targets"] == old and states[-1]["injector_targets"] == new
-    switches = [after for before, after in zip(states, states[1:])
-                if before["injector_targets"] == old and after["injector_targets"] == new]
-    assert len(switches) == 1 and len(moves) == 1, f"the injection path changed at {moves}"
-    assert switches[0]["change"].startswith(f"MutatingWebhookConfiguration {DEFAULT_INJECTOR} "), switches[0]["change"]
+    assert len(moves) == 1, f"the injection path changed at {[(b['change'], a['change']) for b, a in moves]}"
+    before, switch = moves[0]
+    assert (states[0]["injector_targets"], before["injector_targets"]) == (old, old)
+    assert (switch["injector_targets"], states[-1]["injector_targets"]) == (new, new)
+    assert switch["change"].startswith(f"MutatingWebhookConfiguration {DEFAULT_INJECTOR} "), switch["change"]
 
 
 def test_every_pod_moved_after_the_new_istiod_was_available(migration):
