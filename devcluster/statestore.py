@@ -5,7 +5,7 @@ The server gets its root keys from its environment (never its command line, whic
 metadata in a sidecar directory rather than in the data files' `user.*` extended attributes, which tmpfs and some
 overlay filesystems refuse. Its keys, port and process id are kept in STATE_ROOT/<name>/ (keys readable by the owner
 only), so another process (a test, `make demo STATE=s3`) finds a running store by its name. A real team points the
-same backend URL form at its own bucket (README, "Teams and fleets").
+same backend URL form at its own bucket (docs/fleet.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Typed, validated configuration: read once from Pulumi config, refused with a message naming key, value and rule.
 
-Every key is namespaced by the project (`kf-istio-migrate:<key>`); README.md has the reference table.
+Every key is namespaced by the project (`kf-istio-migrate:<key>`); docs/configuration.md has the reference table.
 """
 
 from __future__ import annotations
