@@ -1,30 +1,16 @@
-"""The migration timeline as a PNG: per run, phase markers, each rollout as a bar, churn outcomes as dots. Its bars
-(span_bars) and time axis also draw the demo's timeline (demo.timeline)."""
+"""The migration timeline as a PNG: per run, phase markers, each rollout as a bar, churn outcomes as dots."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+from update_timeline.plot import AXIS, plt, span_bars
 
 COLOURS = {"ok": "tab:green", "rejected": "tab:red", "no sidecar": "tab:orange", "no such istiod": "tab:purple"}
-MIN_BAR_S = 0.2
-"""A span shorter than this is drawn this wide: a step of an instant stays visible."""
-AXIS = "seconds since `pulumi up --stack migrated` started"
 MARKERS = {"istiod_available_s": ("new istiod Available", "black"), "switch_s": ("webhooks switched", "tab:red"),
            "rollouts_last_done_s": ("last rollout done", "tab:blue"),
            "old_istiod_deleted_s": ("old istiod deleted", "tab:brown"), "wall_s": ("pulumi up done", "grey")}
-
-
-def span_bars(ax, rows: list[float], spans: list[tuple[float, float]], height: float, colour: str,
-              **style: Any) -> None:
-    """Each (start, end) of spans as a horizontal bar on its row of ax (style: more of barh's keywords, a label)."""
-    ax.barh(rows, [max(end - start, MIN_BAR_S) for start, end in spans], left=[start for start, _ in spans],
-            height=height, color=colour, **style)
 
 
 def timeline(runs: list[dict[str, Any]], path: Path) -> None:

@@ -13,11 +13,9 @@ from typing import Any
 
 import yaml
 
-from bench.analysis import step_phases, summarize_run
+from bench.analysis import summarize_run
 from bench.churn import ChurnGenerator
 from bench.peer import canary_upgrade
-from bench.recorder import WorkloadRecorder
-from bench.steps import EventLogTail
 from demo import fixture
 from demo.observe import InjectorHistory
 from devcluster import procstat, proxy_events
@@ -25,6 +23,9 @@ from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from devcluster.workspace import Workspace
 from migration import config
+from update_timeline.event_log import EventLogTail
+from update_timeline.recorder import WorkloadRecorder
+from update_timeline.spans import step_phases
 
 
 DATA_PLANE_SETTLE_S = 15

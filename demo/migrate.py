@@ -9,8 +9,6 @@ from typing import Any
 
 from kubernetes import config
 
-from bench.recorder import PodRecorder
-from bench.steps import EventLogTail
 from demo.kubeflow import PipelineSteps
 from demo.observe import InjectorHistory, snapshot
 from demo.timeline import Timeline, timeline_of
@@ -18,6 +16,8 @@ from demo.verification import checks
 from devcluster import proxy_events
 from devcluster.workspace import Workspace
 from live.discovery import controllers
+from update_timeline.event_log import EventLogTail
+from update_timeline.recorder import PodRecorder
 
 
 PIPELINE_STEP_SECONDS = 40

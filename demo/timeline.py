@@ -1,6 +1,5 @@
-"""The demo's migration as a picture: the phases of `pulumi up` (the engine's event log, read as the bench reads it),
-each workload's move (from a recording of every pod) and the injectors per profile namespace (the injector
-history's states).
+"""The demo's migration as a picture: the phases of `pulumi up` (from the engine's event log), each workload's move
+(from a recording of every pod) and the injectors per profile namespace (the injector history's states).
 
 Pure: `timeline_of` turns those recordings into a Timeline, the figure's inputs; `draw` turns a Timeline into a PNG."""
 
@@ -12,10 +11,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from bench.analysis import PHASES, step_phase, step_phases
-from bench.plot import AXIS, MIN_BAR_S, plt, span_bars  # its pyplot draws to files only
 from migration.mesh import ObjectId
+from migration.phases import PHASES
 from migration.workloads import Workload, owner, proxy_address, service_of
+from update_timeline.plot import AXIS, MIN_BAR_S, plt, span_bars  # its pyplot draws to files only
+from update_timeline.spans import step_phase, step_phases
 
 WAYS = {"restart": ("restarted (rollout restart)", "tab:blue"), "evict": ("pods evicted one at a time", "tab:orange"),
         "wait": ("waited for until it finished", "tab:purple"), "patch": ("gateway Deployment patched", "tab:green")}
@@ -38,7 +38,7 @@ class Move:
 @dataclasses.dataclass(frozen=True)
 class Timeline:
     phases: list[tuple[str, float, float]]
-    """(phase, first step began, last step ended), seconds from the start of `pulumi up` (bench.analysis)."""
+    """(phase, first step began, last step ended), seconds from the start of `pulumi up` (update_timeline.spans)."""
     moves: list[Move]
     """In the order they started."""
     injectors: list[tuple[float, int, int]]
@@ -120,8 +120,8 @@ def workload_moves(pod_events: Iterable[dict[str, Any]], controllers: Mapping[Ob
                    ways: Mapping[str, str], unmanaged: Mapping[str, tuple[str, str]], destination: str,
                    started: float, handled_from: float) -> list[Move]:
     """One Move per workload of ways whose pods changed after started and per pod of unmanaged, in the order they
-    started. pod_events: bench.recorder.PodRecorder's; controllers: live.discovery.controllers after the update
-    (a Deployment's old ReplicaSets are still there); times in seconds from started."""
+    started. pod_events: update_timeline.recorder.PodRecorder's; controllers: live.discovery.controllers after the
+    update (a Deployment's old ReplicaSets are still there); times in seconds from started."""
     by_group: dict[str, list[dict[str, Any]]] = {}
     for event in sorted(pod_events, key=lambda e: e["t"]):
         by_group.setdefault(_group(event["pod"], controllers), []).append(event)
@@ -142,7 +142,8 @@ def timeline_of(stamped: list[tuple[float, dict[str, Any]]], pod_events: list[di
                 controllers: Mapping[ObjectId, Mapping[str, Any]], states: list[dict[str, Any]],
                 outputs: Mapping[str, Any], started: float, ended: float) -> Timeline:
     """The timeline of one `pulumi up --stack migrated` that ran from started to ended (time.monotonic(), the
-    clock of every recording): stamped, the engine's event log (bench.steps.EventLogTail); outputs, the stack's."""
+    clock of every recording): stamped, the engine's event log (update_timeline.event_log.EventLogTail); outputs,
+    the stack's."""
     phases = step_phases(stamped, started)
     handled_from = next((s for phase, s, _ in phases if phase == PHASES["UnmanagedPods"]), 0.0)
     moves = workload_moves(pod_events, controllers, planned_ways(stamped),

@@ -23,23 +23,9 @@ from pulumi import automation as auto
 
 from fleet import project
 from fleet.spec import ClusterSpec, Fleet
+from migration.phases import phase_of
 
-# The program's components (their Pulumi types, kfistio:<module>:<Type>) as the phases an operator reads.
-PHASES = {"MeshAnalysis": "Istio's analyzers", "Teardown": "teardown", "Crds": "CRDs",
-          "ControlPlane": "control plane", "ServingCheck": "new istiod serving", "Canary": "canary",
-          "WebhookSwitch": "webhook switch", "IngressGateway": "gateway", "CanaryPutBack": "canary put back",
-          "Rollouts": "workloads", "UnmanagedPods": "pods no workload covers", "Verification": "verification",
-          "Guard": "guard", "HelmHandOver": "Helm hand-over"}
 STACK_TYPE = "pulumi:pulumi:Stack"
-
-
-def phase_of(urn: str) -> str | None:
-    """The phase a resource belongs to: its top-level component's type, read from its URN
-    (urn:pulumi:STACK::PROJECT::kfistio:migration:Rollouts$command:local:Command::NAME). Pure."""
-    parts = urn.split("::")
-    if len(parts) < 4:
-        return None
-    return PHASES.get(parts[2].split("$", 1)[0].rsplit(":", 1)[-1])
 
 
 @dataclasses.dataclass

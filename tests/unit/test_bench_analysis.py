@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bench.analysis import ISTIOD_STEP, START, growth, rollout_spans, step_phase, step_phases, summarize_run
+from bench.analysis import growth, rollout_spans, summarize_run
 from bench.crd_state import held_bytes
 from bench.report import LOOP, table
+from update_timeline.spans import ISTIOD_STEP, START, step_phase, step_phases
 
 
 def event(t, ns, name, *, restarted=None, generation=1, observed=1, updated=1, available=1, replicas=1,
@@ -105,28 +106,31 @@ def _step(kind: str, urn: str) -> dict:
     return {kind: {"metadata": {"urn": URN + urn, "op": "create"}}}
 
 
-def test_phases_come_from_the_nearest_component_and_span_their_steps():
+def test_phases_come_from_the_component_and_span_their_steps():
     crd = "kfistio:istio:Crds$kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition::istio-crds-"
     istiod = "kfistio:istio:ControlPlane$kubernetes:apps/v1:Deployment::control-plane-istiod"
     config_map = "kfistio:istio:ControlPlane$kubernetes:core/v1:ConfigMap::control-plane-istio"
     rollout = "kfistio:migration:Rollouts$command:local:Command::rollout-p0"
-    assert step_phase(URN + crd + "a") == "CRD adoptions" and step_phase(URN + istiod) == ISTIOD_STEP
+    assert step_phase(URN + crd + "a") == "CRDs" and step_phase(URN + istiod) == ISTIOD_STEP
     assert step_phase(URN + "kfistio:istio:Crds::istio-crds") is None, "a component spans the whole update"
     assert step_phase(URN + "pulumi:pulumi:Stack::kf-istio-migrate-migrated") is None
     assert step_phase(URN + "pulumi:providers:kubernetes::cluster") is None
+    teardown = "kfistio:migration:Teardown$command:local:Command::"
+    assert step_phase(URN + teardown + "lift-guard") == "lift guard"
+    assert step_phase(URN + teardown + "teardown-legacy-control-plane") == "teardown"
     stamped = [(12.0, _step("resourcePreEvent", crd + "a")), (12.5, _step("resourcePreEvent", crd + "b")),
                (14.0, _step("resOutputsEvent", crd + "a")), (15.0, _step("resOutputsEvent", crd + "b")),
                (15.5, _step("resourcePreEvent", config_map)), (15.6, _step("resourcePreEvent", istiod)),
                (16.0, _step("resOutputsEvent", config_map)), (19.0, _step("resOutputsEvent", istiod)),
                (20.0, _step("resourcePreEvent", rollout)), (24.0, _step("resOpFailedEvent", rollout)),
                (24.5, {"summaryEvent": {}})]
-    assert step_phases(stamped, 10.0) == [(START, 0.0, 2.0), ("CRD adoptions", 2.0, 5.0),
-                                          ("control plane objects", 5.5, 6.0), (ISTIOD_STEP, 5.6, 9.0),
-                                          ("rollouts", 10.0, 14.0)]
+    assert step_phases(stamped, 10.0) == [(START, 0.0, 2.0), ("CRDs", 2.0, 5.0),
+                                          ("control plane", 5.5, 6.0), (ISTIOD_STEP, 5.6, 9.0),
+                                          ("workloads", 10.0, 14.0)]
     loop = dict(summarize_run("fast-loop", 0.0, 24.0, EVENTS, [], [], ["p0"]), config={},
                 phases=step_phases(stamped, 10.0), state_mb=2.1, debug_log_mb=40.0)
     text = table({"migrations": [loop, dict(loop, phases=[])]})
-    assert "CRD adoptions                                 2.0-5.0              -" in text
+    assert "CRDs                                          2.0-5.0              -" in text
 
 
 def test_debug_log_cost_pairs_a_run_without_the_log_with_the_same_run_with_it():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from bench.recorder import pod_event
 from demo.timeline import Move, draw, injector_series, planned_ways, timeline_of, unmanaged_ways, workload_moves
+from update_timeline.recorder import pod_event
 
 OLD, NEW = "istiod.kubeflow.svc:15012", "istiod-kf-1-30.istio-system.svc:15012"
 STARTED = 100.0
@@ -25,7 +25,7 @@ CONTROLLERS = {
 
 def pod(t: float, event: str, name: str, uid: str, controller: tuple[str, str], istiod: str | None,
         ns: str = "p0", ready: bool = True, phase: str = "Running", deleting: bool = False) -> dict:
-    """A pod watch event as bench.recorder.PodRecorder records it, at time t."""
+    """A pod watch event as update_timeline.recorder.PodRecorder records it, at time t."""
     proxy = [{"name": "istio-proxy", "env": [{"name": "CA_ADDR", "value": istiod}]}] if istiod else []
     raw = {"metadata": {"namespace": ns, "name": name, "uid": uid,
                         "ownerReferences": [{"kind": controller[0], "name": controller[1], "controller": True}],
@@ -65,7 +65,7 @@ POD_EVENTS = [
 
 
 def step(t: float, kind: str, urn: str, type_: str, inputs: dict | None = None) -> tuple[float, dict]:
-    """An engine event of the update's event log, stamped at t (bench.steps.EventLogTail)."""
+    """An engine event of the update's event log, stamped at t (update_timeline.event_log.EventLogTail)."""
     return t, {kind: {"metadata": {"urn": URN + urn, "type": type_, "op": "create", "new": {"inputs": inputs or {}}}}}
 
 
@@ -113,8 +113,8 @@ def test_each_moved_workload_is_one_bar_with_its_way_in_the_order_they_started()
         Move("p0/pipeline-x-train-1 (Workflow/pipeline-x)", "wait", 20.0, 40.0),  # from its step's start
     ]
     assert timeline.wall == 45.0 and timeline.destination == NEW
-    assert [phase for phase, _, _ in timeline.phases][1:] == ["gateway", "webhook switch", "rollouts",
-                                                              "unmanaged pods"]
+    assert [phase for phase, _, _ in timeline.phases][1:] == ["gateway", "webhook switch", "workloads",
+                                                              "pods no workload covers"]
 
 
 def test_a_move_the_recording_did_not_see_end_has_no_done_and_an_untouched_workload_no_bar():

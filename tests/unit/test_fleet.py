@@ -1,5 +1,5 @@
-"""The fleet command's pure parts: the fleet file, each cluster's backend, the phase of an engine event's resource,
-the bounded scheduling, the preview table and the results; and the state store's backend URL."""
+"""The fleet command's pure parts: the fleet file, each cluster's backend, the bounded scheduling, the preview table
+and the results; and the state store's backend URL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 
 from devcluster.statestore import backend_url
 from fleet.__main__ import main
-from fleet.run import Outcome, bounded, phase_of
+from fleet.run import Outcome, bounded
 from fleet.spec import FleetError, cluster_backend, parse
 from fleet.table import render_table, result_of
 
@@ -77,14 +77,6 @@ def test_a_wrong_fleet_file_is_refused_naming_the_key(kubeconfig, change, names)
     with pytest.raises(FleetError) as err:
         parse(raw, env={})
     assert names in str(err.value)
-
-
-def test_a_resource_belongs_to_the_phase_of_its_top_level_component():
-    assert phase_of("urn:pulumi:migrated::kf-istio-migrate::kfistio:migration:Rollouts$command:local:Command::"
-                    "rollout-0") == "workloads"
-    assert phase_of("urn:pulumi:migrated::kf-istio-migrate::kfistio:istio:Crds::istio-crds") == "CRDs"
-    assert phase_of("urn:pulumi:migrated::kf-istio-migrate::pulumi:pulumi:Stack::kf-istio-migrate-migrated") is None
-    assert phase_of("urn:pulumi:migrated::kf-istio-migrate::pulumi:providers:kubernetes::cluster") is None
 
 
 def test_bounded_never_runs_more_than_asked_and_stops_starting_after_the_failures():

@@ -1,6 +1,6 @@
 """Follows the engine's event log (`pulumi up --event-log FILE`) while the update runs and stamps each event with
-the monotonic clock when it was written (the events' own timestamps are whole seconds), so the analysis can say
-when each resource's step began and ended on the same clock as the workload recorder."""
+the monotonic clock when it was written (the events' own timestamps are whole seconds), so that each resource's step
+begins and ends (update_timeline.spans) on the same clock as the recorders (update_timeline.recorder)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Records, with monotonic timestamps, every change of every object of one kind during a run (a watch per kind):
-Deployments and StatefulSets, from which the analysis derives when the new istiod became Available, each rollout's
+"""Records, with monotonic timestamps, every change of every object of one kind during an update (a watch per kind):
+Deployments and StatefulSets, from which the benchmark derives when the new istiod became Available, each rollout's
 start and end (per kind), and when the old istiod went; pods, from which the demo draws each workload's move."""
 
 from __future__ import annotations
