@@ -1,5 +1,6 @@
 """What each component is given, as plain data: migration.decide fills every Args, and the component of the same
-name in components/ turns it into resources. Listed in phase order."""
+name in components/ turns it into resources. Listed in phase order; MigrationSteps, last, groups the Args of a move's
+steps (decided by migration.decide, described by migration.outputs)."""
 
 from __future__ import annotations
 
@@ -187,3 +188,22 @@ class ReleaseArgs:
 
     keep_guard: bool
     """The guard stays on the cluster when the stack is destroyed (else destroy deletes its policy and binding)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationSteps:
+    """The switch and what follows it: the migration (migrated) or the way back (legacy)."""
+
+    serving: ServingCheckArgs
+    switch: WebhookSwitchArgs
+    rollouts: RolloutsArgs
+    unmanaged: UnmanagedPodsArgs
+    verification: VerificationArgs
+    teardown: TeardownArgs
+    teardown_name: str
+    canary: CanaryArgs | None = None
+    """canaryNamespaces: moved and proven between the destination serving and the switch."""
+    canary_only: bool = False
+    """canaryOnly: the update ends after the canary (no switch, rollouts, verification or teardown)."""
+    put_back: PutBackArgs | None = None
+    """The way back: canary namespaces return to the default injection path before the workloads move."""

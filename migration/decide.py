@@ -1,5 +1,6 @@
 """Everything the program decides before declaring a resource, as a pure function of plain data:
-decide(cfg, renders, live, target) -> each component's finished Args. No I/O here: __main__ gathers first.
+decide(cfg, renders, live, target) -> each component's finished Args, and the stack's outputs, which migration.outputs
+assembles from them. No I/O here: __main__ gathers first.
 
 `migrated` moves the mesh to the target namespace; `legacy` converges on the charm's layout, which after (or
 during) a migration is the way back. Refusals raise plan.PreflightRefused.
@@ -14,35 +15,17 @@ from typing import Any, Mapping
 
 from migration import guard, helm, istioctls, plan, render, versions
 from migration.args import (CanaryArgs, ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOverArgs, IstioCrdsArgs,
-                            PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs,
-                            VerificationArgs, WebhookSwitchArgs)
+                            MigrationSteps, PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs, TeardownArgs,
+                            UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
 from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, made_here, proven_by_serving_check, protected, purge_proof
 from migration.mesh import LiveMesh, object_id
+from migration.outputs import stack_outputs
 from migration.target import KubeTarget
-from migration.version_policy import VersionPlan, check_crds_not_downgraded, crd_versions
+from migration.version_policy import VersionPlan, check_crds_not_downgraded
 from migration.workloads import Moves, moves
-
-
-@dataclasses.dataclass(frozen=True)
-class MigrationSteps:
-    """The switch and what follows it: the migration (migrated) or the way back (legacy)."""
-
-    serving: ServingCheckArgs
-    switch: WebhookSwitchArgs
-    rollouts: RolloutsArgs
-    unmanaged: UnmanagedPodsArgs
-    verification: VerificationArgs
-    teardown: TeardownArgs
-    teardown_name: str
-    canary: CanaryArgs | None = None
-    """canaryNamespaces: moved and proven between the destination serving and the switch."""
-    canary_only: bool = False
-    """canaryOnly: the update ends after the canary (no switch, rollouts, verification or teardown)."""
-    put_back: PutBackArgs | None = None
-    """The way back: canary namespaces return to the default injection path before the workloads move."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +46,7 @@ class Decisions:
     helm_hand_over: HelmHandOverArgs | None
     """handOver=helm: the charts' objects, applied as their releases render them, then disowned."""
     outputs: dict[str, Any]
+    """What the stack exports (migration.outputs.stack_outputs)."""
 
     @property
     def holds_ca_key(self) -> bool:
@@ -177,18 +161,9 @@ def _release(cfg: MigrationConfig, live: LiveMesh) -> ReleaseArgs | None:
                   if d["metadata"]["namespace"] == away)
     if left:
         raise plan.PreflightRefused(
-            f"kf-istio-migrate:handOver {cfg.hand_over} lets go of a finished move only, but istiod still runs in {away} "
-            f"({', '.join(left)}): run `pulumi up` without handOver until the move is done, then release")
+            f"kf-istio-migrate:handOver {cfg.hand_over} lets go of a finished move only, but istiod still runs in "
+            f"{away} ({', '.join(left)}): run `pulumi up` without handOver until the move is done, then release")
     return ReleaseArgs(keep_guard=cfg.keep_guard)
-
-
-def moves_output(found: Moves) -> dict[str, dict[str, int]]:
-    """namespace -> 'restart Deployment' / 'evict StatefulSet' ... -> how many workloads (what preview shows)."""
-    counts: dict[str, dict[str, int]] = {}
-    for w in found.workloads:
-        way = f"{'evict' if w.evict_because else 'restart'} {w.kind}"
-        counts.setdefault(w.namespace, {})[way] = counts.get(w.namespace, {}).get(way, 0) + 1
-    return counts
 
 
 def _check_canary(cfg: MigrationConfig, live: LiveMesh, new_service: str) -> None:
@@ -282,7 +257,6 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
     leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
                else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
-    new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
     if migrated:
         check_crds_not_downgraded(renders.versions, live.crds)
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
@@ -339,80 +313,9 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         release=release,
         helm_hand_over=(HelmHandOverArgs(refs=tuple(helm.object_refs([*crds.crds, *objects])), target=target)
                         if releases else None),
-        outputs={"handOver": _hand_over_output(release, migrated, releases), "topology": cfg.topology, "rollingBack": rolling_back, "cluster": target.server,
-                 "context": target.context, "sourceNamespace": cfg.source_namespace,
-                 "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
-                 "revision": cfg.control_plane_revision, "istiodAddress": topology.istiod_address,
-                 "leavingIstiodAddress": leaving,
-                 "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
-                 "workloadMoves": moves_output(found), "restartedWorkloads": len(found.workloads),
-                 "phase": _phase(moving), "canary": _canary_output(moving),
-                 "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
-                 "removedObjects": len(steps.teardown) if steps else 0,
-                 "inUseGate": moving.verification.judged_by if moving else "no move, no gate",
-                 "legacyIstiod": versions.describe(renders.versions.legacy_image),
-                 "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
-                 "crdSchemas": _crd_schemas(renders.versions, migrated),
-                 "liveCrdVersions": crd_versions(live.crds),
-                 **(_helm_outputs(releases, render.control_plane(rendered), cfg.revision) if releases else {})})
-
-
-def _phase(steps: MigrationSteps | None) -> str:
-    """Which phase the next `pulumi up` runs (what preview shows)."""
-    if steps is None:
-        return "nothing to move"
-    if steps.put_back:
-        return "the way back: every namespace and workload returns to the legacy plane"
-    if steps.canary is None:
-        return "the whole mesh in one move: switch, then every workload"
-    canary = ", ".join(steps.canary.namespaces)
-    if steps.canary_only:
-        return (f"canary only: {canary} move and are proven, then the update ends; the rest "
-                f"({sum(len(b) for b in steps.rollouts.batches)} workload(s)) waits for "
-                f"`pulumi config rm kf-istio-migrate:canaryOnly`")
-    return f"canary first ({canary}, proven and soaked {steps.canary.soak_seconds}s), then the rest"
-
-
-def _canary_output(steps: MigrationSteps | None) -> dict[str, Any]:
-    """The canary's namespaces and the workloads it moves, by namespace and way."""
-    if steps is None or steps.canary is None:
-        return {}
-    return {"namespaces": list(steps.canary.namespaces), "soakSeconds": steps.canary.soak_seconds,
-            "workloadMoves": moves_output(Moves(steps.canary.workloads, ())),
-            "restartedWorkloads": len(steps.canary.workloads),
-            "gate": "every proxy connected and SYNCED to the new istiod (istioctl proxy-status), every pod Ready, "
-                    "no istio-proxy restart, each namespace still on the revision; again after the soak"}
-
-
-def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None) -> str:
-    """What the stack holds, and what `pulumi destroy` would do (preview shows it)."""
-    if release is None:
-        return ("held by this stack (protected: `pulumi destroy` is refused; set handOver=release to let go)"
-                if migrated else "held by this stack")
-    guard_fate = (f"the guard stays, owned by nothing (lift it: kubectl delete validatingadmissionpolicybinding "
-                  f"{guard.POLICY})" if release.keep_guard else "destroy deletes the guard")
-    helm_next = (f"; then Helm takes over (outputs helmValues and helmCommands): releases {releases.base} (chart "
-                 f"base) and {releases.istiod} (chart istiod) in {releases.namespace}" if releases else "")
-    return (f"released: `pulumi destroy` empties this stack and leaves every object on the cluster; "
-            f"{guard_fate}{helm_next}")
-
-
-def _helm_outputs(releases: helm.HelmReleases, plane: list[dict[str, Any]], revision: str) -> dict[str, Any]:
-    """The values file both charts take, and the commands that install them over what runs."""
-    commands = ["pulumi stack output helmValues > istio-values.yaml", "pulumi destroy"]
-    commands += [f"helm upgrade --install {releases.release_of(chart)} <charts>/{chart} --namespace "
-                 f"{releases.namespace} --values istio-values.yaml" for chart in helm.CHARTS]
-    return {"helmValues": helm.values_yaml(plane, revision), "helmCommands": commands}
-
-
-def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:
-    """What this stack does to the CRDs' schemas (preview shows it): a version jump rewrites them as `istioctl
-    install --revision` would, the way back returns them to the recorded version."""
-    legacy, new_plane = version_plan.legacy.version, version_plan.migrated.version
-    if legacy == new_plane:
-        return f"kept at {legacy}"
-    old, new = (legacy, new_plane) if migrated else (new_plane, legacy)
-    return f"updated from {old} to {new}"
+        outputs=stack_outputs(cfg, renders, live, target, rendered=rendered, topology=topology, leaving=leaving,
+                              found=found, steps=moving, rolling_back=rolling_back, release=release,
+                              releases=releases))
 
 
 def _recording(obj: dict[str, Any], version_plan: VersionPlan) -> dict[str, Any]:
