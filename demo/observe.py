@@ -10,37 +10,89 @@ pod.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
-import subprocess
+import pathlib
+import re
 import threading
 import time
 from typing import Any
 
+import yaml
 from kubernetes import client, config, watch
 
 
-def kubectl_json(env: dict[str, str], *args: str) -> dict[str, Any]:
-    out = subprocess.run(["kubectl", *args, "-o", "json"], env=env, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+API_GROUPS = {
+    "/api/v1": ("namespaces", "pods", "services", "secrets", "configmaps", "serviceaccounts"),
+    "/apis/apps/v1": ("deployments", "statefulsets", "daemonsets"),
+    "/apis/policy/v1": ("poddisruptionbudgets",),
+    "/apis/autoscaling/v2": ("horizontalpodautoscalers",),
+    "/apis/apiextensions.k8s.io/v1": ("customresourcedefinitions",),
+    "/apis/admissionregistration.k8s.io/v1": ("mutatingwebhookconfigurations", "validatingwebhookconfigurations",
+                                              "validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+    "/apis/rbac.authorization.k8s.io/v1": ("clusterroles", "clusterrolebindings", "roles", "rolebindings"),
+}
+"""The built-in kinds the observations read, by resource (plural) under their API path."""
+API_PATH = {plural: path for path, plurals in API_GROUPS.items() for plural in plurals}
+
+
+@functools.lru_cache(maxsize=None)
+def _api(kubeconfig: str) -> client.ApiClient:
+    """A client per kubeconfig's content: a cluster started again under the same path has new keys and port."""
+    return config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
+
+
+def read(env: dict[str, str], resource: str, namespace: str | None = None, name: str | None = None, *,
+         label_selector: str | None = None, field_selector: str | None = None) -> dict[str, Any]:
+    """An object, or a list of one resource (every namespace's without namespace), as the apiserver of env's
+    KUBECONFIG serves it. Read in this process: observations are taken around every change in the tests, and a
+    kubectl costs ~90 ms of CPU to start. resource is a built-in plural (API_PATH) or `plural.group/version`. A list's
+    items carry their kind, as in `kubectl get -o json`."""
+    plural, _, group_version = resource.partition(".")
+    path = f"/apis/{group_version}" if group_version else API_PATH[plural]
+    path += (f"/namespaces/{namespace}" if namespace else "") + f"/{plural}" + (f"/{name}" if name else "")
+    query = [(key, value) for key, value in (("labelSelector", label_selector), ("fieldSelector", field_selector))
+             if value]
+    response = _api(pathlib.Path(env["KUBECONFIG"]).read_text()).call_api(path, "GET", query_params=query,
+                                                header_params={"Accept": "application/json"},
+                                                auth_settings=["BearerToken"], _preload_content=False,
+                                                _return_http_data_only=True)
+    served = json.loads(response.data)
+    if name is None:
+        kind = served["kind"].removesuffix("List")
+        for item in served["items"]:
+            item.setdefault("kind", kind)
+    return served
+
+
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' order of API versions: GA before beta before alpha, then the higher number (v1 > v1beta1 >
+    v1alpha3), as kubectl picks a CRD's version."""
+    major, stability, minor = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version).groups()
+    return {"alpha": 0, "beta": 1, None: 2}[stability], int(major), int(minor or 0)
+
+
+def served_resource(crd: dict[str, Any]) -> str:
+    """`plural.group/version` of a CRD at the version kubectl would read it."""
+    versions = [v["name"] for v in crd["spec"]["versions"] if v.get("served")]
+    return f"{crd['spec']['names']['plural']}.{crd['spec']['group']}/{max(versions, key=_version_priority)}"
 
 
 def snapshot(env: dict[str, str]) -> dict[str, Any]:
     """CRD UIDs and specs (as served, canonical JSON), every Istio CR's spec/labels/annotations, and each namespace's
     istio-ca-root-cert."""
-    crds = {c["metadata"]["name"]: c for c in kubectl_json(env, "get", "crd")["items"]
+    crds = {c["metadata"]["name"]: c for c in read(env, "customresourcedefinitions")["items"]
             if c["metadata"]["name"].endswith(".istio.io")}
     crs = {}
-    # One kubectl for every kind (a process costs ~90 ms of CPU, and snapshots are taken around every change).
-    for item in kubectl_json(env, "get", ",".join(sorted(crds)), "-A")["items"] if crds else []:
+    for item in (item for crd in crds.values() for item in read(env, served_resource(crd))["items"]):
         meta = item["metadata"]
         crs[f"{item['kind']}/{meta.get('namespace', '')}/{meta['name']}"] = {
             "spec": item.get("spec"), "labels": meta.get("labels") or {},
             "annotations": {k: v for k, v in (meta.get("annotations") or {}).items()
                             if k != "kubectl.kubernetes.io/last-applied-configuration"}}
     roots = {cm["metadata"]["namespace"]: hashlib.sha256(cm["data"].get("root-cert.pem", "").encode()).hexdigest()
-             for cm in kubectl_json(env, "get", "configmap", "-A", "--field-selector",
-                                    "metadata.name=istio-ca-root-cert")["items"]}
+             for cm in read(env, "configmaps", field_selector="metadata.name=istio-ca-root-cert")["items"]}
     return {"crd_uids": {n: c["metadata"]["uid"] for n, c in crds.items()}, "crs": crs, "roots": roots,
             "crd_specs": {n: json.dumps(c["spec"], sort_keys=True) for n, c in crds.items()}}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubernetes import config
 
-from demo.observe import kubectl_json
+from demo.observe import read
 from devcluster import toolchain
 from devcluster.proxy_events import issuers, lost_control_plane
 from live.analyze import analyze, check_inject, injected_pods
@@ -39,7 +39,7 @@ def checks(env: dict[str, str], outputs: dict[str, Any], before: dict[str, Any],
         for way, count in ways.items():
             kinds[way] = kinds.get(way, 0) + count
     istiods = {(d["metadata"]["namespace"], d["metadata"]["name"]): d
-               for d in kubectl_json(env, "get", "deploy", "-A", "-l", "app=istiod")["items"]}
+               for d in read(env, "deployments", label_selector="app=istiod")["items"]}
     new = istiods.get((new_ns, new_istiod))
     conditions = (new or {}).get("status", {}).get("conditions", [])
     available = next((c["status"] for c in conditions if c["type"] == "Available"), "missing")

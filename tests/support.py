@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from demo.observe import InjectorHistory, kubectl_json, snapshot
+from demo.observe import InjectorHistory, read, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from devcluster.workspace import Workspace
@@ -69,7 +69,7 @@ def opt_in_injector(env: dict[str, str], default_injector: str) -> dict[str, Any
     injection label: default_injector's webhook for those pods, under another name. The pods of the charm-shaped
     fixture's kubeflow-apps namespace opt in that way, so it injects them twice; preflight judges each namespace by
     its unlabelled pods and does not see it, Istio's analyzers do (IST0139)."""
-    hook = kubectl_json(env, "get", "mutatingwebhookconfiguration", default_injector)
+    hook = read(env, "mutatingwebhookconfigurations", name=default_injector)
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": "opt-in-injector"},
             "webhooks": [h for h in hook["webhooks"] if h["name"].startswith("object.")]}
@@ -149,7 +149,7 @@ def every_sidecar_on(workspace: Workspace, address: str, leaving: str, stack: st
                  workspace.env, cwd=toolchain.REPO, check=False)
     assert verify.returncode == 0 and "live (istioctl proxy-status)" in verify.stdout, verify.stdout + verify.stderr
     proxies = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": proxy_address(p)
-               for p in kubectl_json(workspace.env, "get", "pods", "-A")["items"]
+               for p in read(workspace.env, "pods")["items"]
                if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
     elsewhere = {pod: a for pod, a in proxies.items() if a is not None and a != address}
     assert not elsewhere, f"proxies not on {address}: {elsewhere}"
@@ -180,7 +180,7 @@ def roll_back_and_check(workspace: Workspace, profiles: list[str], *extra: str) 
     before = snapshot(env)
     one_injector_throughout(up_with_history(workspace, "legacy", profiles, *extra))
     nothing_lost(env, before)
-    assert "istiod-kf-1-30" not in run(["kubectl", "-n", "istio-system", "get", "deploy", "-o", "name"], env).stdout
+    assert "istiod-kf-1-30" not in {d["metadata"]["name"] for d in read(env, "deployments", "istio-system")["items"]}
     new_pods_get(env, profiles[-1], LEGACY_ISTIOD)
     every_sidecar_on(workspace, LEGACY_ISTIOD, NEW_ISTIOD, "legacy")
 
@@ -204,38 +204,39 @@ def _written_by_istiod(name: str) -> bool:
 
 def fingerprint(env: dict[str, str], *workload_namespaces: str) -> dict[str, dict[str, str]]:
     """kind -> name -> resourceVersion of everything a migration would touch first (in kubeflow, istio-system and
-    workload_namespaces): equal fingerprints mean the cluster was not changed. One `kubectl get` for the
-    cluster-scoped kinds and one per namespace (each kubectl costs ~60 ms to start, and this runs twice per check)."""
+    workload_namespaces): equal fingerprints mean the cluster was not changed. One list per kind, every namespace's
+    at once."""
     found: dict[str, dict[str, str]] = {key: {} for key in WATCHED.values()}
-    for item in kubectl_json(env, "get", ",".join(WATCHED.values()))["items"]:
-        found[WATCHED[item["kind"]]][item["metadata"]["name"]] = item["metadata"]["resourceVersion"]
-    for ns in ("kubeflow", "istio-system", *workload_namespaces):
-        found |= {f"{key}/{ns}": {} for key in NAMESPACED.values()}
-        for item in kubectl_json(env, "-n", ns, "get", ",".join(NAMESPACED.values()))["items"]:
-            if not _written_by_istiod(item["metadata"]["name"]):
-                found[f"{NAMESPACED[item['kind']]}/{ns}"][item["metadata"]["name"]] = \
-                    item["metadata"]["resourceVersion"]
+    for key in WATCHED.values():
+        found[key] = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in read(env, key)["items"]}
+    namespaces = ("kubeflow", "istio-system", *workload_namespaces)
+    found |= {f"{key}/{ns}": {} for key in NAMESPACED.values() for ns in namespaces}
+    for key in NAMESPACED.values():
+        for item in read(env, key)["items"]:
+            ns, name = item["metadata"]["namespace"], item["metadata"]["name"]
+            if ns in namespaces and not _written_by_istiod(name):
+                found[f"{key}/{ns}"][name] = item["metadata"]["resourceVersion"]
     return found
 
 
-GATEWAY_KINDS = "deployment,service,serviceaccount,role,rolebinding,poddisruptionbudget"
+GATEWAY_KINDS = ("deployments", "services", "serviceaccounts", "roles", "rolebindings", "poddisruptionbudgets")
 
 
 def gateway_objects(env: dict[str, str]) -> dict[str, dict]:
     """kind/name -> object, for every object in kubeflow labelled as the istio-gateway charm labels its objects."""
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in kubectl_json(
-        env, "-n", "kubeflow", "get", GATEWAY_KINDS, "-l", "operator.istio.io/component=IngressGateways")["items"]}
+    return {f"{o['kind']}/{o['metadata']['name']}": o for kind in GATEWAY_KINDS for o in read(
+        env, kind, "kubeflow", label_selector="operator.istio.io/component=IngressGateways")["items"]}
 
 
 def gateway_istiod(env: dict[str, str]) -> str:
     """The istiod the gateway Deployment's proxy is given (CA_ADDR)."""
-    proxy = kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istio-ingressgateway-workload")["spec"][
-        "template"]["spec"]["containers"][0]
+    proxy = read(env, "deployments", "kubeflow", "istio-ingressgateway-workload")["spec"]["template"]["spec"][
+        "containers"][0]
     return next(e["value"] for e in proxy["env"] if e["name"] == "CA_ADDR")
 
 
 def ingress_objects(env: dict[str, str]) -> dict[str, tuple]:
     """kind/name -> (uid, spec) of istio-pilot's Gateway, ingress VirtualServices and auth EnvoyFilter."""
-    items = kubectl_json(env, "-n", "kubeflow", "get", "gateways.networking.istio.io,"
-                         "virtualservices.networking.istio.io,envoyfilters.networking.istio.io")["items"]
+    items = [o for kind in ("gateways.networking.istio.io/v1", "virtualservices.networking.istio.io/v1",
+                            "envoyfilters.networking.istio.io/v1alpha3") for o in read(env, kind, "kubeflow")["items"]]
     return {f"{o['kind']}/{o['metadata']['name']}": (o["metadata"]["uid"], o["spec"]) for o in items}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from demo import fixture
-from demo.observe import kubectl_json
+from demo.observe import read
 from devcluster import toolchain
 from tests.faults.harness import DEFAULT_INJECTOR
 from tests.support import fingerprint, fresh_workspace, opt_in_injector, purged, run
@@ -28,7 +28,7 @@ def mesh():
 
 
 def stray_injector(env):
-    hook = kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)
+    hook = read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)
     hook["metadata"] = {"name": "stray-injector"}
     return [hook]
 
@@ -55,7 +55,7 @@ def no_injection_path(env):
     return "patch", ["mutatingwebhookconfiguration", DEFAULT_INJECTOR, "--type=json", "-p", json.dumps(
         [{"op": "replace", "path": f"/webhooks/{i}/namespaceSelector",
           "value": {"matchLabels": {"istio.io/deactivated": "never-match"}}}
-         for i in range(len(kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]))])]
+         for i in range(len(read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"]))])]
 
 
 NEXT_MINOR_ISTIOCTL = "istioctl-1.31-dev"  # a real istioctl of another version: the toolchain's second minor
@@ -119,7 +119,7 @@ def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
     if setup:
         change = setup(env)
         if isinstance(change, tuple):  # ("patch", argv): undone by re-applying the object as it was
-            undo.append(kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR))
+            undo.append(read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR))
             run(["kubectl", *change[0:1], *change[1]], env)
         else:
             run(["kubectl", "create", "-f", "-"], env, input=json.dumps({"apiVersion": "v1", "kind": "List",

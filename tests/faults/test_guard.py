@@ -11,7 +11,7 @@ import pytest
 
 from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
-from demo.observe import kubectl_json, snapshot
+from demo.observe import read, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.support import (fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run,
@@ -74,13 +74,12 @@ def test_denied(migrated, attempt):
     after = snapshot(env)
     assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
     assert written() == resource_versions
-    assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"].get(
-        "deletionTimestamp") is None
-    assert kubectl_json(env, "get", "namespace", "istio-system")["status"]["phase"] == "Active"
-    assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
-    hooks = kubectl_json(env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]
+    assert read(env, "deployments", "istio-system", "istiod-kf-1-30")["metadata"].get("deletionTimestamp") is None
+    assert read(env, "namespaces", name="istio-system")["status"]["phase"] == "Active"
+    assert not read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"]
+    hooks = read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"]
     assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
-    assert not [w["metadata"]["name"] for w in kubectl_json(env, "get", "mutatingwebhookconfiguration")["items"]
+    assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
                 if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])], \
         "a second injector, calling kubeflow"
     new_pods_get(env, PROFILES[0], NEW)  # at once: no attempt leaves even a moment without a serving istiod
@@ -91,7 +90,7 @@ def gateway_state(env: dict[str, str]) -> dict:
     """UIDs of the gateway charm's objects and pods (the pods carry no label purge selects), and the istiod its
     proxy is given."""
     objects = list(gateway_objects(env).values())
-    objects += [p for p in kubectl_json(env, "-n", "kubeflow", "get", "pods", "-l", "app=istio-ingressgateway")["items"]
+    objects += [p for p in read(env, "pods", "kubeflow", label_selector="app=istio-ingressgateway")["items"]
                 if not p["metadata"].get("deletionTimestamp")]  # a pod the last rollout is still stopping
     return {"uids": sorted(f"{o['kind']}/{o['metadata']['name']}/{o['metadata']['uid']}" for o in objects),
             "CA_ADDR": gateway_istiod(env)}

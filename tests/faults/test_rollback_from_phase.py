@@ -3,7 +3,7 @@ legacy mesh again, one injector at every state, nothing lost, nothing of the mig
 
 from __future__ import annotations
 
-from demo.observe import kubectl_json
+from demo.observe import read
 from tests.faults.harness import (DEFAULT_INJECTOR, NEW, OLD, PROFILES, cancel_dead_update, legacy_mesh,
                                   up_killed_at)
 from tests.support import every_sidecar_on, new_pods_get, nothing_lost, one_injector_throughout, run
@@ -18,11 +18,11 @@ def test_rollback_from(rollback_point):
         mesh.workspace.up("legacy")
         one_injector_throughout(mesh.history.stop())
         nothing_lost(mesh.env, mesh.before)
-        injector = kubectl_json(mesh.env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)
+        injector = read(mesh.env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)
         assert {(h["clientConfig"]["service"]["namespace"], h["clientConfig"]["service"]["name"])
                 for h in injector["webhooks"]} == {("kubeflow", "istiod")}
-        left = run(["kubectl", "get", "deploy", "-A", "-l", "app=istiod", "-o",
-                    "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}"], mesh.env).stdout.split()
+        left = [f"{d['metadata']['namespace']}/{d['metadata']['name']}"
+                for d in read(mesh.env, "deployments", label_selector="app=istiod")["items"]]
         assert left == ["kubeflow/istiod"], f"istiod Deployments after the rollback: {left}"
         run(["kubectl", "-n", "kubeflow", "wait", "deploy/istiod", "--for=condition=Available", "--timeout=60s"],
             mesh.env)

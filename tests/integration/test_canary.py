@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from demo import fixture
-from demo.observe import InjectorHistory, kubectl_json, snapshot
+from demo.observe import InjectorHistory, read, snapshot
 from demo.profile_controller import FORK, UPSTREAM, ProfileController
 from devcluster import toolchain
 from live.verify import proxy_status
@@ -66,7 +66,7 @@ def diagnostics(result) -> str:
 
 def running_pods(ws) -> dict[str, dict]:
     return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
-            for p in kubectl_json(ws.env, "get", "pods", "-A")["items"]
+            for p in read(ws.env, "pods")["items"]
             if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")}
 
 
@@ -77,11 +77,11 @@ def served(ws, namespace: str, revision: str):
 
 
 def labels(ws, namespace: str) -> dict[str, str]:
-    return kubectl_json(ws.env, "get", "namespace", namespace)["metadata"].get("labels") or {}
+    return read(ws.env, "namespaces", name=namespace)["metadata"].get("labels") or {}
 
 
 def default_injector_calls(ws) -> str:
-    hook = kubectl_json(ws.env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"][0]
+    hook = read(ws.env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"][0]
     return hook["clientConfig"]["service"]["namespace"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from demo import fixture
-from demo.observe import kubectl_json, snapshot
+from demo.observe import read, snapshot
 from tests.support import fresh_workspace, one_injector_throughout, purged, run, up_with_history
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
@@ -17,7 +17,7 @@ def adopted():
         env = workspace.env
         fixture.build(env, SIZE)
         before = snapshot(env)
-        webhooks_before = kubectl_json(env, "get", "mutatingwebhookconfigurations")["items"]
+        webhooks_before = read(env, "mutatingwebhookconfigurations")["items"]
         states = up_with_history(workspace, "legacy", fixture.profile_namespaces(SIZE))
         yield {"workspace": workspace, "before": before, "after": snapshot(env), "states": states,
                "webhooks_before": webhooks_before}
@@ -33,7 +33,7 @@ def test_one_injector_throughout_and_webhooks_as_istioctl_left_them(adopted):
     one_injector_throughout(adopted["states"])
     selectors = lambda items: {(w["metadata"]["name"], h["name"], str(h.get("namespaceSelector")))  # noqa: E731
                                for w in items for h in w["webhooks"]}
-    after = kubectl_json(adopted["workspace"].env, "get", "mutatingwebhookconfigurations")["items"]
+    after = read(adopted["workspace"].env, "mutatingwebhookconfigurations")["items"]
     assert selectors(after) == selectors(adopted["webhooks_before"]), "the deactivated injector stays deactivated"
 
 

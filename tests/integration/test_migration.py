@@ -17,7 +17,7 @@ import yaml
 
 from demo import charm_hooks, fixture, kubeflow
 from demo.migrate import migrate_and_verify
-from demo.observe import InjectorHistory, kubectl_json, snapshot
+from demo.observe import InjectorHistory, read, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from live import analyze
@@ -46,14 +46,14 @@ def migrated_mesh(workspace, build, shell_cluster: Cluster | None = None):
     build(workspace, SIZE)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
     before = {"pods": pods(workspace.env), "kubeflow services": {
-        s["metadata"]["name"] for s in kubectl_json(workspace.env, "-n", "kubeflow", "get", "services")["items"]}}
+        s["metadata"]["name"] for s in read(workspace.env, "services", "kubeflow")["items"]}}
     return migrate_and_verify(workspace, PROFILES, shell), before
 
 
 def pods(env: dict[str, str]) -> dict[str, dict]:
     """namespace/name -> pod, for every pod in the cluster."""
     return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
-            for p in kubectl_json(env, "get", "pods", "-A")["items"]}
+            for p in read(env, "pods")["items"]}
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +97,8 @@ def test_day_two_refresh_and_up_change_nothing(migration):
     workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", "--diff")
     workspace.pulumi("up", "--stack", "migrated", "--refresh", "--yes", "--expect-no-changes")
     assert fingerprint(env, *PROFILES) == before
-    policies = run(["kubectl", "get", "validatingwebhookconfiguration", "istio-validator-kf-1-30-istio-system",
-                    "-o", "jsonpath={.webhooks[*].failurePolicy}"], env).stdout.split()
+    policies = [h["failurePolicy"] for h in read(env, "validatingwebhookconfigurations",
+                                                   name="istio-validator-kf-1-30-istio-system")["webhooks"]]
     assert policies and set(policies) == {"Fail"}
 
 
@@ -163,7 +163,7 @@ def test_every_pod_moved_after_the_new_istiod_was_available(migration):
     """Every pod now on the new istiod (restarted, evicted, the gateway, whatever its kind) was created after the new
     istiod became Available."""
     env = migration[0].env
-    istiod = kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")
+    istiod = read(env, "deployments", "istio-system", "istiod-kf-1-30")
     available = next(c["lastTransitionTime"] for c in istiod["status"]["conditions"] if c["type"] == "Available")
     moved = {k: p["metadata"]["creationTimestamp"] for k, p in pods(env).items() if proxy_address(p) == NEW_ISTIOD}
     assert len(moved) >= SIZE.profiles * SIZE.deployments
@@ -173,8 +173,8 @@ def test_every_pod_moved_after_the_new_istiod_was_available(migration):
 RESTARTED = "kubectl.kubernetes.io/restartedAt"
 
 
-def _template_annotations(env, kind: str, name: str) -> dict[str, str]:
-    workload = kubectl_json(env, "-n", PROFILES[0], "get", kind, name)
+def _template_annotations(env, resource: str, name: str) -> dict[str, str]:
+    workload = read(env, resource, PROFILES[0], name)
     return workload["spec"]["template"]["metadata"].get("annotations") or {}
 
 
@@ -184,11 +184,11 @@ def test_every_kind_moved_its_own_way(migration):
     their template untouched and got new pods by eviction; every injection path was followed; every proxy is on
     the new istiod; opted-out and out-of-mesh pods were not touched (same UID)."""
     env, before = migration[0].env, migration[2]["pods"]
-    for kind, name in [("deployment", "notebook-0"), ("statefulset", "model-db"), ("daemonset", "log-agent")]:
-        assert RESTARTED in _template_annotations(env, kind, name), f"{kind}/{name} was not rolled"
-    for kind, name in [("statefulset", "nb-0"), ("deployment", "sklearn-iris-predictor-00001-deployment")]:
-        assert RESTARTED not in _template_annotations(env, kind, name), f"{kind}/{name}'s template was patched"
-        assert kubectl_json(env, "-n", PROFILES[0], "get", kind, name)["metadata"]["generation"] == 1
+    for resource, name in [("deployments", "notebook-0"), ("statefulsets", "model-db"), ("daemonsets", "log-agent")]:
+        assert RESTARTED in _template_annotations(env, resource, name), f"{resource}/{name} was not rolled"
+    for resource, name in [("statefulsets", "nb-0"), ("deployments", "sklearn-iris-predictor-00001-deployment")]:
+        assert RESTARTED not in _template_annotations(env, resource, name), f"{resource}/{name}'s template was patched"
+        assert read(env, resource, PROFILES[0], name)["metadata"]["generation"] == 1
     after = pods(env)
     running = {k: p for k, p in after.items() if p["status"].get("phase") == "Running"}
     on = lambda ns, prefix: [proxy_address(p) for k, p in running.items() if k.startswith(f"{ns}/{prefix}")]  # noqa
@@ -214,7 +214,7 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
     assert all("kubeflow/istiod" in s["istiods"] for s in result.states if s["t"] < gone["t"])
     step_finished = result.steps_finished[f"{PROFILES[0]}/pipeline-x-train-1"]
     assert step_finished < gone["t"], "the old istiod went before the pipeline step finished"
-    job_pod = kubectl_json(env, "-n", PROFILES[0], "get", "pods", "-l", "job-name=train")["items"][0]
+    job_pod = read(env, "pods", PROFILES[0], label_selector="job-name=train")["items"][0]
     finished_at = job_pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
     assert datetime.fromisoformat(finished_at.replace("Z", "+00:00")).timestamp() <= gone["wall"], \
         "the old istiod went before the Job's pod finished"
@@ -223,7 +223,7 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
 def test_the_ca_key_is_not_readable_from_the_state(migration):
     """The copied CA Secret's private key is in the state only encrypted with the cluster's generated passphrase."""
     workspace = migration[0]
-    key = kubectl_json(workspace.env, "-n", "istio-system", "get", "secret", "istio-ca-secret")["data"]["ca-key.pem"]
+    key = read(workspace.env, "secrets", "istio-system", "istio-ca-secret")["data"]["ca-key.pem"]
     assert key not in workspace.state_file("migrated").read_text()
     wrong = dict(workspace.env, PULUMI_CONFIG_PASSPHRASE="not-the-passphrase")
     wrong.pop("PULUMI_CONFIG_PASSPHRASE_FILE")
@@ -391,18 +391,24 @@ def helm_on(workspace, *args: str, check: bool = True):
 def mesh_pods(env: dict[str, str]) -> dict[str, str]:
     """namespace/name -> uid of every pod in the mesh (the control plane, the gateway, the profiles)."""
     return {f"{ns}/{p['metadata']['name']}": p["metadata"]["uid"] for ns in ("istio-system", "kubeflow", *PROFILES)
-            for p in kubectl_json(env, "-n", ns, "get", "pods")["items"] if not p["metadata"].get("deletionTimestamp")}
+            for p in read(env, "pods", ns)["items"] if not p["metadata"].get("deletionTimestamp")}
+
+
+PLANE_RESOURCES = ("deployments", "services", "configmaps", "serviceaccounts", "roles", "rolebindings",
+                   "horizontalpodautoscalers", "secrets")
+CLUSTER_RESOURCES = ("customresourcedefinitions", "mutatingwebhookconfigurations", "validatingwebhookconfigurations",
+                     "clusterroles", "clusterrolebindings")
 
 
 def plane_uids(env: dict[str, str]) -> dict[str, str]:
     """kind/name -> uid of the moved plane's objects (but Helm's own release records) and of the cluster-scoped
     Istio ones."""
-    found = {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"] for o in kubectl_json(
-        env, "-n", "istio-system", "get", "deploy,service,configmap,serviceaccount,role,rolebinding,hpa,secret")["items"]
-        if (o["metadata"].get("labels") or {}).get("owner") != "helm"}
-    return found | {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"] for o in kubectl_json(
-        env, "get", "crd,mutatingwebhookconfiguration,validatingwebhookconfiguration,clusterrole,clusterrolebinding")[
-        "items"] if "istio" in o["metadata"]["name"]}
+    found = {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"]
+             for resource in PLANE_RESOURCES for o in read(env, resource, "istio-system")["items"]
+             if (o["metadata"].get("labels") or {}).get("owner") != "helm"}
+    return found | {f"{o['kind']}/{o['metadata']['name']}": o["metadata"]["uid"]
+                    for resource in CLUSTER_RESOURCES for o in read(env, resource)["items"]
+                    if "istio" in o["metadata"]["name"]}
 
 
 @pytest.fixture(scope="module")
@@ -420,8 +426,7 @@ def handed_to_helm(migration):
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
     released = {"uids": plane_uids(env), "held": state_urns(workspace, "migrated"), "pods": mesh_pods(env),
                 "mesh": snapshot(env),
-                "generation": kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")[
-                    "metadata"]["generation"]}
+                "generation": read(env, "deployments", "istio-system", "istiod-kf-1-30")["metadata"]["generation"]}
     # The runbook's check before the install: the charts, applied server-side as a dry run, change nothing.
     rendered = workspace.dir / "charts-rendered.yaml"
     rendered.write_text("".join(helm_on(workspace, "template", release, str(istio_charts() / chart), "--namespace",
@@ -460,7 +465,7 @@ def test_helm_adopts_the_plane_and_restarts_nothing(migration, handed_to_helm):
     for install in handed_to_helm["installs"]:
         assert install.returncode == 0, install.stdout + install.stderr
     assert mesh_pods(env) == released["pods"], "a pod was restarted or replaced by the install"
-    assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["metadata"]["generation"] == \
+    assert read(env, "deployments", "istio-system", "istiod-kf-1-30")["metadata"]["generation"] == \
         released["generation"], "istiod's Deployment changed"
     assert plane_uids(env) == released["uids"]
     nothing_lost(env, released["mesh"])
@@ -475,7 +480,7 @@ def test_a_later_helm_upgrade_with_a_changed_value_works(migration, handed_to_he
     workspace, env = migration[0], migration[0].env
     helm_on(workspace, "upgrade", HELM_RELEASES["istiod"], str(istio_charts() / "istiod"), "--namespace",
             "istio-system", "--values", "istio-values.yaml", "--set", "meshConfig.accessLogEncoding=JSON", "--wait")
-    mesh = yaml.safe_load(kubectl_json(env, "-n", "istio-system", "get", "configmap", "istio-kf-1-30")["data"]["mesh"])
+    mesh = yaml.safe_load(read(env, "configmaps", "istio-system", "istio-kf-1-30")["data"]["mesh"])
     assert mesh["accessLogEncoding"] == "JSON"
     status = json.loads(helm_on(workspace, "status", HELM_RELEASES["istiod"], "--namespace", "istio-system",
                                 "--output", "json").stdout)
@@ -511,11 +516,11 @@ def test_old_charm_reinstall_is_refused(migration):
     output = reinstall.stdout + reinstall.stderr
     assert reinstall.returncode != 0, output[-3000:]
     assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
-    assert run(["kubectl", "-n", "kubeflow", "get", "deploy", "-l", "app=istiod", "-o", "name"], env).stdout == ""
-    for kind, name in [("mutatingwebhookconfiguration", DEFAULT_INJECTOR),
-                       ("validatingwebhookconfiguration", "istiod-default-validator")]:
-        hooks = kubectl_json(env, "get", kind, name)["webhooks"]
-        assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (kind, name)
-    assert not [w["metadata"]["name"] for w in kubectl_json(env, "get", "mutatingwebhookconfiguration")["items"]
+    assert read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"] == []
+    for resource, name in [("mutatingwebhookconfigurations", DEFAULT_INJECTOR),
+                           ("validatingwebhookconfigurations", "istiod-default-validator")]:
+        hooks = read(env, resource, name=name)["webhooks"]
+        assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (resource, name)
+    assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
                 if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])]
     new_pods_get(env, PROFILES[1], NEW_ISTIOD)

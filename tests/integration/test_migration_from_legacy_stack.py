@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from demo import fixture
-from demo.observe import kubectl_json
+from demo.observe import read
 from tests.integration.test_migration import CHECKS, PROFILES, migrated_mesh, old_charm_purge
 from tests.support import fresh_workspace, purged, roll_back_and_check
 
@@ -47,6 +47,7 @@ def test_rollback_by_the_legacy_stack_that_built_the_mesh(migration):
 def default_webhook_uids(env: dict[str, str]) -> dict[str, str]:
     """kind/name -> uid of the Istio webhooks that are not the migrated revision's: after the move, the default
     injector (and validator, if any) the switch retargeted; the legacy plane's others are torn down."""
-    return {f"{w['kind']}/{w['metadata']['name']}": w["metadata"]["uid"] for w in kubectl_json(
-        env, "get", "mutatingwebhookconfiguration,validatingwebhookconfiguration")["items"]
-        if "istio" in w["metadata"]["name"] and "kf-1-30" not in w["metadata"]["name"]}
+    return {f"{w['kind']}/{w['metadata']['name']}": w["metadata"]["uid"]
+            for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+            for w in read(env, resource)["items"]
+            if "istio" in w["metadata"]["name"] and "kf-1-30" not in w["metadata"]["name"]}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from demo import fixture
-from demo.observe import kubectl_json
+from demo.observe import read
 from tests.support import DEFAULT_INJECTOR, fresh_workspace, purged, roll_back_and_check, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
@@ -25,10 +25,9 @@ def stopped_before_teardown():
         workspace.set_config("migrated", "kf-istio-migrate:unmanagedPodsTimeoutSeconds", "20")
         failed = workspace.up("migrated", check=False)
         observed = {
-            "old_istiod_available": kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
-                "availableReplicas"),
-            "injector_services": {h["clientConfig"]["service"]["name"] for h in kubectl_json(
-                env, "get", "mutatingwebhookconfiguration", DEFAULT_INJECTOR)["webhooks"]}}
+            "old_istiod_available": read(env, "deployments", "kubeflow", "istiod")["status"].get("availableReplicas"),
+            "injector_services": {h["clientConfig"]["service"]["name"] for h in read(
+                env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"]}}
         yield workspace, failed, observed
 
 

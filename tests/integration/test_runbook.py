@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from demo import charm_hooks, fixture
-from demo.observe import kubectl_json, snapshot
+from demo.observe import read, snapshot
 from devcluster.toolchain import REPO
 from tests.support import fresh_workspace, gateway_istiod, ingress_objects, run
 
@@ -63,14 +63,14 @@ def test_runbook_end_to_end(tmp_path):
             if heading.startswith("5."):
                 assert "kf-istio-migrate protects" in result.stdout
             if heading.startswith("7.") and "stack rm" not in script:
-                assert kubectl_json(env, "-n", "kubeflow", "get", "deploy", "istiod")["status"].get(
+                assert read(env, "deployments", "kubeflow", "istiod")["status"].get(
                     "availableReplicas") == 1, "rolled back to the legacy istiod"
         backups = {p.name for p in (tmp_path / "backup").iterdir()}
         assert "virtualservices.networking.istio.io.yaml" in backups and "istio-ca-secret.yaml" in backups
         after = snapshot(env)
         assert after["crd_uids"] == before["crd_uids"] and after["crs"] == before["crs"]
-        assert kubectl_json(env, "-n", "istio-system", "get", "deploy", "istiod-kf-1-30")["status"].get(
+        assert read(env, "deployments", "istio-system", "istiod-kf-1-30")["status"].get(
             "availableReplicas") == 1, "migrated again"
-        assert not kubectl_json(env, "-n", "kubeflow", "get", "deploy", "-l", "app=istiod")["items"]
+        assert not read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"]
     finally:
         cluster.down(purge=True)

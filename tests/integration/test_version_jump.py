@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from demo import fixture
-from demo.observe import kubectl_json, snapshot
+from demo.observe import read, snapshot
 from devcluster import toolchain
 from devcluster.toolchain import pins
 from migration import render
@@ -30,7 +30,7 @@ PROFILES = fixture.profile_namespaces(SIZE)
 
 def istiods(env) -> dict[str, dict]:
     return {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
-            for d in kubectl_json(env, "get", "deploy", "-A", "-l", "app=istiod")["items"]}
+            for d in read(env, "deployments", label_selector="app=istiod")["items"]}
 
 
 def discovery_binaries(workspace, namespace: str) -> set[str]:
@@ -38,7 +38,7 @@ def discovery_binaries(workspace, namespace: str) -> set[str]:
     its kubeconfig and their pod IPs: another test's cluster may reuse the same pod IPs in its own network
     namespace)."""
     env, kubeconfig = workspace.env, f"--kubeconfig={workspace.cluster.inner_kubeconfig} "
-    ips = {p["status"]["podIP"] for p in kubectl_json(env, "-n", namespace, "get", "pods", "-l", "app=istiod")["items"]
+    ips = {p["status"]["podIP"] for p in read(env, "pods", namespace, label_selector="app=istiod")["items"]
            if p["status"].get("podIP")}
     lines = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout.splitlines()
     return {line.split()[0].rsplit("/", 1)[-1] for line in lines for ip in ips
@@ -49,7 +49,7 @@ def proxy_images(env) -> dict[str, str]:
     """profile pod -> its injected istio-proxy image, for every running profile pod with a proxy."""
     found = {}
     for ns in PROFILES:
-        for pod in kubectl_json(env, "-n", ns, "get", "pods")["items"]:
+        for pod in read(env, "pods", ns)["items"]:
             proxy = next((c for c in pod["spec"]["containers"] if c["name"] == "istio-proxy"), None)
             if proxy and pod["status"].get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
                 found[f"{ns}/{pod['metadata']['name']}"] = (proxy["image"], proxy_address(pod))
@@ -66,7 +66,7 @@ def rendered_crd_specs(version: str, istioctl: str) -> dict[str, str]:
 
 def live_crd_versions(env) -> dict[str, str]:
     return {c["metadata"]["name"]: json.dumps(c["spec"]["versions"], sort_keys=True)
-            for c in kubectl_json(env, "get", "crd")["items"] if c["metadata"]["name"].endswith(".istio.io")}
+            for c in read(env, "customresourcedefinitions")["items"] if c["metadata"]["name"].endswith(".istio.io")}
 
 
 @pytest.fixture(scope="module")
