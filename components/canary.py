@@ -9,21 +9,24 @@ import json
 import pulumi
 
 from components import PACKAGE, REPO
-from components.checks import istioctl_flags
 from components.commands import step
 from components.objects import child_options
-from components.rollouts import live_command, rollout_plan, wave_key
+from components.rollouts import rollout_plan, wave_key
+from live import cli
 from migration.args import CanaryArgs, PutBackArgs
 
 
 def canary_script(args: CanaryArgs) -> str:
     check = args.check
     wave = wave_key(check.target, check.leaving, check.istiod_address)
-    return live_command("canary", check.target, "--istiod", check.istiod_address, "--leaving", check.leaving,
-                        "--revision", check.revisions[0], "--leaving-revision", check.revisions[1],
-                        "--namespaces", ",".join(args.namespaces), "--soak", str(args.soak_seconds),
-                        "--timeout", str(check.timeout_seconds), "--limit", str(args.parallelism), "--wave", wave,
-                        *istioctl_flags(check))
+    return cli.Canary.on(check.target, istiod=check.istiod_address, leaving=check.leaving,
+                         revision=check.revisions[0], leaving_revision=check.revisions[1], namespaces=args.namespaces,
+                         soak=args.soak_seconds, timeout=check.timeout_seconds, limit=args.parallelism, wave=wave,
+                         istioctl_version=check.istioctl_version, istioctl=check.istioctl).command_line()
+
+
+def put_back_script(args: PutBackArgs) -> str:
+    return cli.Canary.on(args.target, put_back=True, revision=args.revision).command_line()
 
 
 class Canary(pulumi.ComponentResource):
@@ -45,7 +48,6 @@ class CanaryPutBack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PutBackArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:CanaryPutBack", name, None, opts)
-        script = live_command("canary", args.target, "--put-back", "--revision", args.revision)
-        self.command = step(name, script, [args.revision], args.target, child_options(self, opts),
+        self.command = step(name, put_back_script(args), [args.revision], args.target, child_options(self, opts),
                             directory=str(REPO))
         self.register_outputs({"revision": args.revision})

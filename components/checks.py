@@ -12,7 +12,7 @@ import pulumi
 from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
-from components.rollouts import live_command
+from live import cli
 from migration.args import ServingCheckArgs, TeardownArgs, VerificationArgs
 from migration.mesh import ObjectId
 from migration.proxies import namespace_of
@@ -34,13 +34,9 @@ class ServingCheck(pulumi.ComponentResource):
         self.register_outputs({"validator": args.validator})
 
 
-def istioctl_flags(args: VerificationArgs) -> list[str]:
-    return ["--istioctl-version", args.istioctl_version, *(["--istioctl", args.istioctl] if args.istioctl else [])]
-
-
 def analysis_script(args: VerificationArgs) -> str:
-    return live_command("analyze", args.target, "--istio-namespace", namespace_of(args.leaving),
-                        "--revision", args.revisions[1], *istioctl_flags(args))
+    return cli.Analyze.on(args.target, istio_namespace=namespace_of(args.leaving), revision=args.revisions[1],
+                          istioctl_version=args.istioctl_version, istioctl=args.istioctl).command_line()
 
 
 class MeshAnalysis(pulumi.ComponentResource):
@@ -56,10 +52,10 @@ class MeshAnalysis(pulumi.ComponentResource):
 
 
 def verification_script(args: VerificationArgs) -> str:
-    return live_command("verify", args.target, "--istiod", args.istiod_address, "--leaving", args.leaving,
-                        "--timeout", str(args.timeout_seconds), "--revision", args.revisions[0],
-                        "--leaving-revision", args.revisions[1], "--analysis-before", "-", *istioctl_flags(args),
-                        *(["--require-live-view"] if args.require_live_view else []))
+    return cli.Verify.on(args.target, istiod=args.istiod_address, leaving=args.leaving, timeout=args.timeout_seconds,
+                         revision=args.revisions[0], leaving_revision=args.revisions[1], analysis_before="-",
+                         istioctl_version=args.istioctl_version, istioctl=args.istioctl,
+                         require_live_view=args.require_live_view).command_line()
 
 
 class Verification(pulumi.ComponentResource):

@@ -8,7 +8,7 @@ from components import PACKAGE
 from components.commands import step
 from components.guard import Guard
 from components.objects import child_options
-from components.rollouts import live_command
+from live import cli
 from migration.args import HelmHandOverArgs, ReleaseArgs
 
 
@@ -26,6 +26,10 @@ def let_go(args: ReleaseArgs):
     return transform
 
 
+def hand_over_script(args: HelmHandOverArgs) -> str:
+    return cli.Disown.on(args.target, refs=args.refs).command_line()
+
+
 class HelmHandOver(pulumi.ComponentResource):
     """After the stack has applied the charts' objects as their releases render them: one step ends the field
     ownership of the stack and of istioctl on them (live.disown), so Helm's first install and every later upgrade
@@ -34,6 +38,5 @@ class HelmHandOver(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HelmHandOverArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:release:HelmHandOver", name, None, opts)
-        self.command = step(name, live_command("disown", args.target, *args.refs), list(args.refs), args.target,
-                            child_options(self, opts))
+        self.command = step(name, hand_over_script(args), list(args.refs), args.target, child_options(self, opts))
         self.register_outputs({"disowned": len(args.refs)})

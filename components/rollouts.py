@@ -5,8 +5,6 @@ covers (migration.workloads decides which is which)."""
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from typing import Sequence
 
 import pulumi
@@ -14,15 +12,10 @@ import pulumi
 from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
+from live import cli
 from migration.args import RolloutsArgs, UnmanagedPodsArgs
 from migration.target import KubeTarget
 from migration.workloads import Workload
-
-
-def live_command(module: str, target: KubeTarget, *args: str) -> str:
-    """`python -m live.<module>` against target (run from the repository, in this program's interpreter)."""
-    return shlex.join([sys.executable, "-m", f"live.{module}", "--kubeconfig", target.kubeconfig,
-                       "--context", target.context, *args])
 
 
 def wave_key(target: KubeTarget, leaving: str, istiod: str) -> str:
@@ -34,9 +27,13 @@ def wave_key(target: KubeTarget, leaving: str, istiod: str) -> str:
 def rollout_script(args: RolloutsArgs) -> str:
     """live.rollout within the wave's bound. Which workloads is the command's standard input (rollout_plan)."""
     wave = wave_key(args.target, args.leaving, args.istiod_address)
-    return live_command("rollout", args.target, "--wave", wave, "--limit", str(args.parallelism),
-                        "--leaving", args.leaving, "--istiod", args.istiod_address,
-                        "--timeout", str(args.timeout_seconds))
+    return cli.Rollout.on(args.target, wave=wave, limit=args.parallelism, leaving=args.leaving,
+                          istiod=args.istiod_address, timeout=args.timeout_seconds).command_line()
+
+
+def unmanaged_pods_script(args: UnmanagedPodsArgs) -> str:
+    return cli.Evict.on(args.target, leaving=args.leaving, istiod=args.istiod_address, timeout=args.timeout_seconds,
+                        unmanaged=args.policy).command_line()
 
 
 def rollout_plan(batch: Sequence[Workload]) -> dict[str, dict[str, list[str]]]:
@@ -82,8 +79,6 @@ class UnmanagedPods(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: UnmanagedPodsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:UnmanagedPods", name, None, opts)
-        script = live_command("evict", args.target, "--leaving", args.leaving, "--istiod", args.istiod_address,
-                              "--timeout", str(args.timeout_seconds), "--unmanaged", args.policy)
-        self.command = step(name, script, [args.istiod_address, args.policy], args.target,
+        self.command = step(name, unmanaged_pods_script(args), [args.istiod_address, args.policy], args.target,
                             child_options(self, opts), directory=str(REPO))
         self.register_outputs({"policy": args.policy})

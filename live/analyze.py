@@ -10,7 +10,6 @@ mesh whose webhooks inject twice or call nothing. Also the runner of `istioctl x
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import dataclasses
 import json
@@ -18,6 +17,7 @@ import subprocess
 import sys
 from typing import Iterable
 
+from live import cli
 from migration import istioctls
 from migration.analysis import (CONFLICTING_WEBHOOKS, AnalysisMessage, InjectionCheck, parse_check_inject,
                                 parse_messages)
@@ -98,15 +98,7 @@ def check_inject(istioctl: str, pods: Iterable[tuple[str, str]], kubeconfig: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", help="default: KUBECONFIG, else ~/.kube/config")
-    parser.add_argument("--context", help="default: the kubeconfig's current context")
-    parser.add_argument("--istio-namespace", required=True, help="the namespace of the control plane being left")
-    parser.add_argument("--revision", required=True, help="its istio.io/rev label")
-    parser.add_argument("--istioctl-version", help="Istio version of the istioctl to run (istioctl-<version> or "
-                        "istioctl on PATH)")
-    parser.add_argument("--istioctl", help="that istioctl's path (kf-istio-migrate:istioctl)")
-    args = parser.parse_args(argv)
+    args = cli.Analyze.from_argv(argv, __doc__)
     try:
         istioctl = istioctls.named(args.istioctl_version, args.istioctl)
         messages = analyze(istioctl, args.istio_namespace, args.revision, args.kubeconfig, args.context)

@@ -21,15 +21,17 @@ at all (without the istioctl to ask for it, the command stops before any change)
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import sys
 import time
+from typing import Sequence
 
-from kubernetes import client, config
+from kubernetes import client
 
-from live import rollout
+from live import cli, rollout
 from live.discovery import pod_view
+from live.target import api_client
 from live.verify import LiveViewUnavailable, proxy_status
 from migration import istioctls
 from migration.account import account_line
@@ -40,14 +42,14 @@ POLL_SECONDS = 1.0
 LIVE_VIEW_TRIES = 3
 
 
-def relabel(api: client.ApiClient, namespaces: list[str], patch: dict, what: str) -> None:
+def relabel(api: client.ApiClient, namespaces: Sequence[str], patch: dict, what: str) -> None:
     core = client.CoreV1Api(api)
     for ns in namespaces:
         core.patch_namespace(ns, patch)
         print(f"namespace {ns}: {what} (one write)", flush=True)
 
 
-def gate(api: client.ApiClient, args: argparse.Namespace, istioctl: str) -> Verdict:
+def gate(api: client.ApiClient, args: cli.Canary, istioctl: str) -> Verdict:
     """The canary gate, once."""
     views = [pod_view(api, ns) for ns in args.namespaces]
     for attempt in range(LIVE_VIEW_TRIES):  # a port-forward to istiod can drop once: look again before judging
@@ -64,7 +66,7 @@ def gate(api: client.ApiClient, args: argparse.Namespace, istioctl: str) -> Verd
                  views[0]["webhooks"], served, args.istiod, args.revision)
 
 
-def gate_until(api: client.ApiClient, args: argparse.Namespace, istioctl: str, timeout: float) -> Verdict:
+def gate_until(api: client.ApiClient, args: cli.Canary, istioctl: str, timeout: float) -> Verdict:
     """The gate, retried until it passes or timeout (a restarted pod's proxy connects and syncs a moment after);
     what it finds is printed whenever that changes, so a failure also shows what the gate saw before its last look."""
     began, seen = time.monotonic(), ()
@@ -76,14 +78,14 @@ def gate_until(api: client.ApiClient, args: argparse.Namespace, istioctl: str, t
     return verdict
 
 
-def put_back(api: client.ApiClient, args: argparse.Namespace, named: list) -> list[BaseException]:
+def put_back(api: client.ApiClient, args: cli.Canary, named: list) -> list[BaseException]:
     """The canary namespaces back on the default injection path, their workloads moved back off the destination."""
     relabel(api, args.namespaces, back_to_default(), f"back on the default injection path ({REVISION} removed)")
-    back = argparse.Namespace(**{**vars(args), "leaving": args.istiod, "istiod": args.leaving})
+    back = dataclasses.replace(args, leaving=args.istiod, istiod=args.leaving)
     return rollout.move(api, back, named)[1]
 
 
-def run(api: client.ApiClient, args: argparse.Namespace, named: list) -> int:
+def run(api: client.ApiClient, args: cli.Canary, named: list) -> int:
     try:  # the gate's live view needs it: without one, stop before any change
         istioctl = istioctls.named(args.istioctl_version, args.istioctl)
     except istioctls.RenderError as err:
@@ -122,19 +124,8 @@ def run(api: client.ApiClient, args: argparse.Namespace, named: list) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig")
-    parser.add_argument("--context")
-    parser.add_argument("--revision", required=True, help="the destination istiod's istio.io/rev")
-    parser.add_argument("--put-back", action="store_true", help="the way back: every namespace on --revision "
-                        "returns to the default injection path")
-    for flag in ("--istiod", "--leaving", "--leaving-revision", "--wave", "--istioctl-version", "--istioctl"):
-        parser.add_argument(flag)
-    parser.add_argument("--namespaces", type=lambda text: text.split(","), default=[])
-    for flag in ("--soak", "--timeout", "--limit"):
-        parser.add_argument(flag, type=int, default=0)
-    args = parser.parse_args(argv)
-    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    args = cli.Canary.from_argv(argv, __doc__)
+    api = api_client(args)
     if args.put_back:
         found = client.CoreV1Api(api).list_namespace(label_selector=f"{REVISION}={args.revision}").items
         relabel(api, sorted(n.metadata.name for n in found), back_to_default(),

@@ -10,11 +10,12 @@ lost. Prints how many entries it removed from each object.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from kubernetes import client, config, dynamic
+from kubernetes import client, dynamic
 
+from live import cli
+from live.target import api_client
 from migration.helm import ownership_left
 
 ATTEMPTS = 10
@@ -44,12 +45,8 @@ def disown(api: dynamic.DynamicClient, ref: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m live.disown", description=__doc__.split("\n\n")[1])
-    parser.add_argument("--kubeconfig")
-    parser.add_argument("--context")
-    parser.add_argument("refs", nargs="+", metavar="REF")
-    args = parser.parse_args(argv)
-    api = dynamic.DynamicClient(config.new_client_from_config(config_file=args.kubeconfig, context=args.context))
+    args = cli.Disown.from_argv(argv, __doc__)
+    api = dynamic.DynamicClient(api_client(args))
     for ref in args.refs:
         print(f"{ref}: {disown(api, ref)} field manager entries removed")
     return 0

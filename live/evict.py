@@ -11,15 +11,16 @@ Which pods is read when it runs, so running it again after the move does nothing
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
 from typing import Any, Callable
 
-from kubernetes import client, config
+from kubernetes import client
 
+from live import cli
 from live.discovery import controllers, pod_view, pods
+from live.target import api_client
 from migration.workloads import Workload, needs_move, owner, service_of
 
 POLL_SECONDS = 1
@@ -72,7 +73,7 @@ def evict(core: client.CoreV1Api, pod: dict[str, Any], seconds: int) -> None:
 class Mesh:
     """The pods of one namespace, read afresh on every call, and the plane they are moving off."""
 
-    def __init__(self, api: client.ApiClient, args: argparse.Namespace, namespace: str):
+    def __init__(self, api: client.ApiClient, args: cli.Rollout | cli.Canary, namespace: str):
         self.api, self.args, self.namespace = api, args, namespace
         # The namespace's labels and the injectors change rarely: read once.
         self.labels = dict(client.CoreV1Api(api).read_namespace(namespace).metadata.labels or {})
@@ -114,7 +115,7 @@ def move_workload(mesh: Mesh, workload: Workload) -> None:
         print(f"evicted {todo[0]['metadata']['namespace']}/{todo[0]['metadata']['name']} ({workload.ref})", flush=True)
 
 
-def pods_to_move(api: client.ApiClient, args: argparse.Namespace,
+def pods_to_move(api: client.ApiClient, args: cli.Rollout | cli.Canary | cli.Evict,
                  namespace: str | None = None) -> list[tuple[dict[str, Any], Workload | str]]:
     """(pod, its workload or what else owns it) for every running pod of namespace (or of the cluster) still on the
     plane being left, or lacking the sidecar an injector would give it (migration.workloads.needs_move)."""
@@ -125,21 +126,14 @@ def pods_to_move(api: client.ApiClient, args: argparse.Namespace,
                           view["webhooks"], planes)]
 
 
-def unmanaged(api: client.ApiClient, args: argparse.Namespace) -> list[tuple[dict[str, Any], str]]:
+def unmanaged(api: client.ApiClient, args: cli.Evict) -> list[tuple[dict[str, Any], str]]:
     """(pod, what owns it) for every running pod on the plane being left that no workload covers."""
     return [(p, top) for p, top in pods_to_move(api, args) if not isinstance(top, Workload)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig")
-    parser.add_argument("--context")
-    parser.add_argument("--leaving", required=True)
-    parser.add_argument("--istiod", required=True)
-    parser.add_argument("--timeout", type=int, required=True)
-    parser.add_argument("--unmanaged", choices=("wait", "evict"), required=True)
-    args = parser.parse_args(argv)
-    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    args = cli.Evict.from_argv(argv, __doc__)
+    api = api_client(args)
     try:
         if args.unmanaged == "evict":
             for pod, _ in unmanaged(api, args):

@@ -18,7 +18,6 @@ is still on the plane being left is skipped, so a command re-run after a crash m
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import datetime
 import json
@@ -28,10 +27,12 @@ import threading
 import time
 from typing import Any, Mapping
 
-from kubernetes import client, config
+from kubernetes import client
 
+from live import cli
 from live.evict import Failed, Mesh, move_workload, pods_to_move
 from live.slots import Slots
+from live.target import api_client
 from live.watch import WatchFailed, WorkloadWatch, key, only
 from migration.account import account_line
 from migration.rollout_status import RolloutFailed, rolled_out, sequential_pod_starts
@@ -124,7 +125,7 @@ def restart_all(api: client.ApiClient, slots: Slots, workloads: list[Workload], 
             seen = watched.changed(seen, POLL_SECONDS) if moving or pending else seen
 
 
-def evict_all(api: client.ApiClient, args: argparse.Namespace, slots: Slots, workloads: list[Workload],
+def evict_all(api: client.ApiClient, args: cli.Rollout | cli.Canary, slots: Slots, workloads: list[Workload],
               errors: list[BaseException], seconds: dict[Workload, float]) -> None:
     """Evict each workload's pods (live.evict), as many workloads at once as slots allow (workers take them from a
     queue, holding a slot each); records how long each took."""
@@ -167,7 +168,7 @@ def _take(slots: Slots) -> int:
     return slot
 
 
-def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: list[Workload]) -> list[Workload]:
+def still_to_move(api: client.ApiClient, args: cli.Rollout | cli.Canary, workloads: list[Workload]) -> list[Workload]:
     """The workloads that still have a pod on the plane being left (or lacking its sidecar): one read of the pods
     and controllers, of the one namespace or of the cluster."""
     left = {_key(top) for _, top in pods_to_move(api, args, only({w.namespace for w in workloads}))
@@ -175,7 +176,7 @@ def still_to_move(api: client.ApiClient, args: argparse.Namespace, workloads: li
     return [w for w in workloads if _key(w) in left]
 
 
-def move(api: client.ApiClient, args: argparse.Namespace, named: list[Workload],
+def move(api: client.ApiClient, args: cli.Rollout | cli.Canary, named: list[Workload],
          ) -> tuple[dict[Workload, float], list[BaseException]]:
     """Move the named workloads that still have a pod on args.leaving (restarts and evictions side by side, within
     the wave's slots); returns the seconds each moved one took, and what failed."""
@@ -195,13 +196,8 @@ def move(api: client.ApiClient, args: argparse.Namespace, named: list[Workload],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("--kubeconfig", "--context", "--wave", "--leaving", "--istiod"):
-        parser.add_argument(flag, required=True)
-    parser.add_argument("--timeout", type=int, required=True)
-    parser.add_argument("--limit", type=int, required=True)
-    args = parser.parse_args(argv)
-    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    args = cli.Rollout.from_argv(argv, __doc__)
+    api = api_client(args)
     moved, errors = move(api, args, plan_workloads(json.load(sys.stdin)))
     for err in errors:
         print(f"error: {err}", file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import Mapping
 
 import yaml
 
+from live import cli
 from migration.target import KubeTarget
 
 
@@ -81,7 +82,8 @@ def resolve(configured_kubeconfig: str | None, configured_context: str | None, e
     return KubeTarget(kubeconfig=_private_file("target", content), context=context, server=server)
 
 
-def api_client(target: KubeTarget):
-    """A kubernetes client ApiClient for exactly target's cluster."""
+def api_client(target: KubeTarget | cli.Command):
+    """A kubernetes client ApiClient for exactly target's cluster (a live command run by hand may name neither
+    kubeconfig nor context: KUBECONFIG, else ~/.kube/config, and its current context)."""
     from kubernetes import config
     return config.new_client_from_config(config_file=target.kubeconfig, context=target.context)

@@ -23,16 +23,17 @@ leave them out to read KUBECONFIG and its current context.
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import subprocess
 import sys
 import time
 
-from kubernetes import client, config
+from kubernetes import client
 
+from live import cli
 from live.analyze import AnalysisFailed, analyze, check_inject, injected_pods
 from live.discovery import pod_view
+from live.target import api_client
 from migration import istioctls
 from migration.analysis import AnalysisMessage, errors, new_problems, parse_messages
 from migration.proxies import ConnectedProxy, live_offenders, namespace_of, parse_proxy_status
@@ -63,7 +64,7 @@ def running_istiods(api: client.ApiClient, namespace: str, revision: str) -> int
     return sum(1 for p in pods if p.metadata.deletion_timestamp is None)
 
 
-def live_check(args, istioctl: str, api: client.ApiClient, pods: list) -> tuple[list[str], str]:
+def live_check(args: cli.Verify, istioctl: str, api: client.ApiClient, pods: list) -> tuple[list[str], str]:
     """Offenders by the live view, and what it saw; raises LiveViewUnavailable naming why it cannot be had."""
     planes = [(namespace_of(args.leaving), args.leaving_revision), (namespace_of(args.istiod), args.revision)]
     # A plane without running istiods serves nobody (istioctl would look elsewhere, at the webhooks' address).
@@ -74,7 +75,8 @@ def live_check(args, istioctl: str, api: client.ApiClient, pods: list) -> tuple[
     return live_offenders(leaving, destination, pods, args.istiod), seen
 
 
-def analyzers_check(args, istioctl: str, pods: list, before: tuple[AnalysisMessage, ...]) -> tuple[list[str], str]:
+def analyzers_check(args: cli.Verify, istioctl: str, pods: list,
+                    before: tuple[AnalysisMessage, ...]) -> tuple[list[str], str]:
     """What Istio's analyzers find wrong with the mesh moved to (before: their messages before the move), and what
     they saw."""
     after = analyze(istioctl, namespace_of(args.istiod), args.revision, args.kubeconfig, args.context)
@@ -87,26 +89,10 @@ def analyzers_check(args, istioctl: str, pods: list, before: tuple[AnalysisMessa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", help="default: KUBECONFIG, else ~/.kube/config")
-    parser.add_argument("--context", help="default: the kubeconfig's current context")
-    parser.add_argument("--istiod", required=True, help="the destination istiod, e.g. istiod-kf-1-30.istio-system.svc:15012")
-    parser.add_argument("--leaving", required=True, help="the istiod being left, e.g. istiod.kubeflow.svc:15012")
-    parser.add_argument("--istioctl-version", help="Istio version of the istioctl that asks the control planes "
-                        "(istioctl-<version> or istioctl on PATH); without it, pod specs alone decide")
-    parser.add_argument("--istioctl", help="that istioctl's path (kf-istio-migrate:istioctl); alone, any istioctl "
-                        "(an operator's check by hand)")
-    parser.add_argument("--revision", default="default", help="the destination istiod's istio.io/rev label")
-    parser.add_argument("--leaving-revision", default="default", help="the leaving istiod's istio.io/rev label")
-    parser.add_argument("--timeout", type=float, default=0, help="seconds to keep re-checking before failing")
-    parser.add_argument("--require-live-view", action="store_true", help="fail while the live view cannot be had, "
-                        "instead of judging by pod specs alone")
-    parser.add_argument("--analysis-before", help="`python -m live.analyze`'s output before the move (- for "
-                        "standard input): Error messages in it are not new")
-    args = parser.parse_args(argv)
+    args = cli.Verify.from_argv(argv, __doc__)
     before = parse_messages(sys.stdin.read() if args.analysis_before == "-" else
                             pathlib.Path(args.analysis_before).read_text()) if args.analysis_before else ()
-    api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    api = api_client(args)
     deadline = time.monotonic() + args.timeout
     while True:
         view = pod_view(api)
