@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components import PACKAGE
+from components import PACKAGE, REPO
 from components.commands import step
 from components.guard import Guard
 from components.objects import child_options
@@ -38,5 +38,7 @@ class HelmHandOver(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HelmHandOverArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:release:HelmHandOver", name, None, opts)
-        self.command = step(name, hand_over_script(args), list(args.refs), args.target, child_options(self, opts))
+        # From the repository, as every live step: a fleet's project directory is elsewhere.
+        self.command = step(name, hand_over_script(args), list(args.refs), args.target, child_options(self, opts),
+                            directory=str(REPO))
         self.register_outputs({"disowned": len(args.refs)})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import gzip
 
 import pytest
 import yaml
@@ -117,6 +119,34 @@ def test_a_cache_hit_runs_no_istioctl(tmp_path, fake_istioctl):
     assert [c.split()[0] for c in calls(fake_istioctl)] == ["version", "manifest"]
     assert render.render(inp, "1.30-dev", cache_dir=tmp_path / "cache", istioctl=str(fake_istioctl)) == first
     assert len(calls(fake_istioctl)) == 2, "the second render came from the cache without running istioctl"
+
+
+def test_a_cached_render_is_read_back_parsed_without_parsing_its_yaml_again(tmp_path, fake_istioctl, monkeypatch):
+    inp = render.legacy_input(CFG)
+    first = render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl))
+    assert [p.suffix for p in sorted(tmp_path.glob(f"{render.cache_key('1.30-dev', render.istioctl_args(inp))}.*"))] \
+        == [".json", ".yaml"]
+    monkeypatch.setattr(render, "parse", lambda text: pytest.fail("the YAML was parsed again"))
+    assert render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl)) == first
+
+
+def test_no_parsed_copy_where_json_would_not_give_back_the_same_objects(tmp_path, fake_istioctl):
+    inp = render.legacy_input(CFG)
+    key = render.cache_key("1.30-dev", render.istioctl_args(inp))
+    (tmp_path / f"{key}.yaml").write_text("kind: ConfigMap\nmetadata: {name: x, creationTimestamp: 2026-12-07}\n")
+    objects = render.render(inp, "1.30-dev", cache_dir=tmp_path, istioctl=str(fake_istioctl))
+    assert objects[0]["metadata"]["creationTimestamp"] == datetime.date(2026, 12, 7)
+    assert not list(tmp_path.glob("*.json")), "a timestamp would come back from JSON as a string"
+
+
+def test_the_recorded_renders_get_no_parsed_copy(tmp_path):
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    inp = render.legacy_input(CFG)
+    key = render.cache_key("1.30-dev", render.istioctl_args(inp))
+    (recorded / f"{key}.yaml.gz").write_bytes(gzip.compress(b"kind: ConfigMap\nmetadata: {name: x}\n"))
+    assert render.render(inp, "1.30-dev", cache_dir=recorded, run_istioctl=False)[0]["kind"] == "ConfigMap"
+    assert [p.name for p in recorded.iterdir()] == [f"{key}.yaml.gz"], "the recorded directory is left as it is"
 
 
 def test_an_istioctl_of_another_version_is_refused(tmp_path, fake_istioctl, monkeypatch):
