@@ -22,7 +22,7 @@ from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
 from components.guard import Guard
-from components.release import HelmHandOver, let_go
+from components.hand_over import HelmHandOver, let_go
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import analyze, discovery, target as live_target

@@ -14,7 +14,7 @@ from components.commands import step
 from components.objects import child_options
 from live import cli
 from migration.args import ServingCheckArgs, TeardownArgs, VerificationArgs
-from migration.mesh import ObjectId
+from migration.live_mesh import ObjectId
 from migration.proxies import namespace_of
 from migration.target import KubeTarget
 

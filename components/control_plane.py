@@ -9,7 +9,7 @@ import pulumi
 from components import PACKAGE
 from components.objects import child_options, declare, object_id
 from migration.args import ControlPlaneArgs
-from migration.mesh import object_id as id_of
+from migration.live_mesh import object_id as id_of
 from migration.owners import fields_owned_elsewhere
 
 # Dependency order: the namespace; identities, permissions and config together (a binding may name an account or a

@@ -12,8 +12,8 @@ from components.commands import step
 from components.objects import child_options, declare, object_id
 from migration.args import GatewayArgs
 from migration.marks import PURGE_SELECTOR_LABEL
-from migration.mesh import ObjectId
-from migration.mesh import object_id as id_of
+from migration.live_mesh import ObjectId
+from migration.live_mesh import object_id as id_of
 from migration.owners import fields_owned_elsewhere
 from migration.target import KubeTarget
 

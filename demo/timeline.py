@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from migration.mesh import ObjectId
+from migration.live_mesh import ObjectId
 from migration.phases import PHASES
 from migration.workloads import Workload, owner, proxy_address, service_of
 from update_timeline.plot import AXIS, MIN_BAR_S, plt, span_bars  # its pyplot draws to files only

@@ -1,4 +1,4 @@
-"""Preflight, read-only: the live mesh on the target cluster, read once per run. Plain data out (migration.mesh);
+"""Preflight, read-only: the live mesh on the target cluster, read once per run. Plain data out (migration.live_mesh);
 deciding happens in migration.decide.
 
 Works whether the legacy mesh was installed by the istio-pilot charm (`istioctl install`) or by the legacy stack.
@@ -14,7 +14,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from live.target import api_client
 from migration.marks import MADE_HERE
-from migration.mesh import CA_SECRET_NAMES, LiveMesh, ObjectId
+from migration.live_mesh import CA_SECRET_NAMES, LiveMesh, ObjectId
 from migration.target import KubeTarget
 from migration.workloads import slim
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from migration.mesh import ObjectId
+from migration.live_mesh import ObjectId
 from migration.target import KubeTarget
 from migration.workloads import Workload
 
@@ -184,7 +184,7 @@ class HelmHandOverArgs:
 
 @dataclasses.dataclass(frozen=True)
 class ReleaseArgs:
-    """The stack lets go: every resource retained on delete and no longer protected (components.release)."""
+    """The stack lets go: every resource retained on delete and no longer protected (components.hand_over)."""
 
     keep_guard: bool
     """The guard stays on the cluster when the stack is destroyed (else destroy deletes its policy and binding)."""

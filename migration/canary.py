@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
-from migration.mesh import ObjectId
+from migration.live_mesh import ObjectId
 from migration.proxies import ConnectedProxy, runs_a_proxy
 from migration.workloads import Workload, expects_sidecar, owner, proxy_address, service_of
 

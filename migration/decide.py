@@ -21,7 +21,7 @@ from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import adoptable, annotated, made_here, proven_by_serving_check, protected, purge_proof
-from migration.mesh import LiveMesh, object_id
+from migration.live_mesh import LiveMesh, object_id
 from migration.outputs import stack_outputs
 from migration.target import KubeTarget
 from migration.version_policy import VersionPlan, check_crds_not_downgraded
@@ -42,7 +42,7 @@ class Decisions:
     """Rolling back: the guard's binding, deleted before anything else (it refuses an istiod in the source
     namespace and Istio webhooks calling it, which is what the way back creates)."""
     release: ReleaseArgs | None
-    """handOver=release or helm: the stack lets go of everything it declares (components.release)."""
+    """handOver=release or helm: the stack lets go of everything it declares (components.hand_over)."""
     helm_hand_over: HelmHandOverArgs | None
     """handOver=helm: the charts' objects, applied as their releases render them, then disowned."""
     outputs: dict[str, Any]

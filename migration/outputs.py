@@ -10,7 +10,7 @@ from typing import Any
 from migration import guard, helm, render, versions
 from migration.args import MigrationSteps, ReleaseArgs
 from migration.config import MigrationConfig
-from migration.mesh import LiveMesh
+from migration.live_mesh import LiveMesh
 from migration.target import KubeTarget
 from migration.version_policy import VersionPlan, crd_versions
 from migration.workloads import Moves

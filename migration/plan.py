@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from migration.analysis import errors
 from migration.config import MigrationConfig
 from migration.marks import PROTECTED_LABEL, made_here
-from migration.mesh import CA_SECRET_NAMES, LiveMesh
+from migration.live_mesh import CA_SECRET_NAMES, LiveMesh
 from migration.webhooks import matching_webhooks
 from migration.workloads import Workload
 

@@ -23,7 +23,7 @@ import dataclasses
 import json
 from typing import Any, Iterable, Mapping
 
-from migration.mesh import ObjectId
+from migration.live_mesh import ObjectId
 from migration.webhooks import injectors, matching_webhooks
 
 INJECT = "sidecar.istio.io/inject"

@@ -14,7 +14,7 @@ from pulumi.runtime import rpc, settings
 from devcluster.toolchain import REPO
 from migration import config as config_module
 from migration.decide import decide
-from migration.mesh import LiveMesh
+from migration.live_mesh import LiveMesh
 from migration.target import KubeTarget
 from tests.fixtures import recorded
 

@@ -8,7 +8,7 @@ import json
 from migration import render
 from migration.config import from_mapping
 from migration.gateway import GatewayLayout, gateway_objects
-from migration.mesh import LiveMesh, object_id
+from migration.live_mesh import LiveMesh, object_id
 from tests.fixtures import recorded
 
 PROFILES = ("kubeflow-user-000", "kubeflow-user-001")

@@ -13,7 +13,7 @@ import pytest
 from components import REPO
 from components.canary import canary_script, put_back_script
 from components.checks import analysis_script, verification_script
-from components.release import hand_over_script
+from components.hand_over import hand_over_script
 from components.rollouts import rollout_script, unmanaged_pods_script
 from live import cli
 from migration.args import CanaryArgs, HelmHandOverArgs, PutBackArgs, RolloutsArgs, UnmanagedPodsArgs, VerificationArgs

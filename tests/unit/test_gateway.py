@@ -10,7 +10,7 @@ from migration import render
 from migration.config import from_mapping
 from migration.gateway import gateway_patches
 from migration.marks import MADE_HERE
-from migration.mesh import object_id
+from migration.live_mesh import object_id
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.live_mesh import LEGACY_ISTIOD, NEW_ISTIOD, charm_install, empty_cluster

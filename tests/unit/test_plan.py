@@ -11,7 +11,7 @@ from migration import plan, render
 from migration.analysis import AnalysisMessage
 from migration.config import from_mapping
 from migration.decide import decide
-from migration.mesh import LiveMesh, object_id
+from migration.live_mesh import LiveMesh, object_id
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.live_mesh import LEGACY_ISTIOD, NEW_ISTIOD, charm_install, pod

@@ -1,4 +1,5 @@
-"""The release: the stack lets go of everything it declares, and the cluster keeps it exactly as it is."""
+"""The hand-over (handOver: release or helm): the stack lets go of everything it declares, and the cluster keeps it
+exactly as it is."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class HelmHandOver(pulumi.ComponentResource):
     stack (the next step is `pulumi destroy`)."""
 
     def __init__(self, name: str, args: HelmHandOverArgs, opts: pulumi.ResourceOptions | None = None):
+        # A type token is part of the URN on existing stacks: it stays as first declared.
         super().__init__(f"{PACKAGE}:release:HelmHandOver", name, None, opts)
         # From the repository, as every live step: a fleet's project directory is elsewhere.
         self.command = step(name, hand_over_script(args), list(args.refs), args.target, child_options(self, opts),

@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 from components.guard import Guard
-from components.release import let_go
+from components.hand_over import let_go
 from migration.args import ReleaseArgs
 
 
