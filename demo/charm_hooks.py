@@ -19,6 +19,8 @@ below renders them with the values the hook passes and talks to the API server t
   `istioctl x uninstall`), or on tracks up to 1.16 `istioctl manifest generate` with the charm's flags, every
   object deleted.
 - istio-pilot install/upgrade (`istioctl install`/`upgrade` with its flags): demo.fixture.CHARM_INSTALL.
+
+Every hook acts as its application's ServiceAccount, as a Juju sidecar charm does (as_application).
 - The successor charm, istio-k8s (canonical/istio-k8s-operator at 8c1703f, `src/charm.py`, `src/istioctl.py`), as
   Charmed Kubeflow's ambient migration deploys it into the `kubeflow` model: its reconcile renders with `istioctl
   manifest generate --set profile=empty --set values.global.istioNamespace=<model>` and its settings, the `base`
@@ -43,6 +45,8 @@ from devcluster.toolchain import pins
 TEMPLATES = pathlib.Path(__file__).parent / "charms"
 MODEL = "kubeflow"
 PILOT_APP = "istio-pilot"
+GATEWAY_APP = "istio-ingressgateway"
+"""The application name Charmed Kubeflow's bundle gives the istio-gateway charm (kind: ingress)."""
 FIELD_MANAGER = "lightkube"
 GATEWAY_NAME = "kubeflow-gateway"
 """istio-pilot's `default-gateway` as Charmed Kubeflow's bundle sets it."""
@@ -83,6 +87,34 @@ def gateway_manifest(generation: str, proxy_image: str, pilot_host: str = f"isti
                    annotations=None)
 
 
+def as_application(env: dict[str, str], app: str) -> dict[str, str]:
+    """The environment a hook of app runs in: a Juju sidecar charm's clients (lightkube, istioctl) use the pod's
+    in-cluster credentials, the ServiceAccount Juju names after the application in the model's namespace; `juju
+    trust <app> --scope=cluster` binds it to a ClusterRole `<model>-<app>` of full access (juju's
+    caas/kubernetes/provider/application). The same account and binding are made here, and a kubeconfig with a
+    token of that account (TokenRequest, as the kubelet mounts one) stands for the in-cluster config."""
+    labels = {"app.kubernetes.io/name": app, "app.kubernetes.io/managed-by": "juju"}
+    role = f"{MODEL}-{app}"
+    identity = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": app, "namespace": MODEL, "labels": labels}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": role, "labels": labels}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": role, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+         "subjects": [{"kind": "ServiceAccount", "name": app, "namespace": MODEL}]}]
+    _kubectl(env, ["apply"], identity, check=True)
+    token = subprocess.run(["kubectl", "-n", MODEL, "create", "token", app, "--duration=2h"], env=env, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    config = yaml.safe_load(pathlib.Path(env["KUBECONFIG"]).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = pathlib.Path(f"{env['KUBECONFIG']}.{app}")
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return {**env, "KUBECONFIG": str(path)}
+
+
 def _kubectl(env: dict[str, str], args: list[str], objects: list[dict], check: bool) -> subprocess.CompletedProcess:
     return subprocess.run(["kubectl", *args, "-f", "-"], input=yaml.safe_dump_all(objects), env=env, check=check,
                           capture_output=True, text=True, timeout=300)
@@ -100,12 +132,13 @@ def gateway_start(env: dict[str, str], generation: str, proxy_image: str, relate
     """The istio-gateway charm's `start` handler; None when it stops at "Please add required relation"."""
     if not related:
         return None
-    return lightkube_apply(env, gateway_manifest(generation, proxy_image), check=check)
+    return lightkube_apply(as_application(env, GATEWAY_APP), gateway_manifest(generation, proxy_image), check=check)
 
 
 def gateway_remove(env: dict[str, str], generation: str, proxy_image: str) -> subprocess.CompletedProcess:
     """The istio-gateway charm's `remove` handler: deletes every object of its manifest."""
-    return _kubectl(env, ["delete", "--ignore-not-found"], gateway_manifest(generation, proxy_image), check=False)
+    return _kubectl(as_application(env, GATEWAY_APP), ["delete", "--ignore-not-found"],
+                    gateway_manifest(generation, proxy_image), check=False)
 
 
 def _krh_labels(scope: str) -> dict[str, str]:
@@ -138,6 +171,7 @@ _SCOPE_KINDS = {"gateway": "gateways.networking.istio.io", "ingress": "virtualse
 def pilot_reconcile(env: dict[str, str], routes: tuple[Route, ...] = KUBEFLOW_ROUTES,
                     auth: dict | None = AUTH) -> None:
     """istio-pilot's reconcile of its Gateway, `ingress` VirtualServices and `ingress-auth` EnvoyFilter."""
+    env = as_application(env, PILOT_APP)
     objects = pilot_objects(routes, auth)
     for scope, kind in _SCOPE_KINDS.items():
         wanted = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects[scope]}
@@ -166,6 +200,12 @@ CHARM_FLAGS = ["--set", "profile=minimal", "--set", f"values.global.istioNamespa
                *(arg for key, value in IMAGE_CONFIGURATION.items() for arg in ("--set", f"values.{key}={value}"))]
 
 
+def pilot_istioctl(env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess:
+    """istio-pilot's install or upgrade: its istioctl command line (demo.fixture.CHARM_INSTALL; `istioctl upgrade`
+    with CHARM_FLAGS on upgrade-charm) run as the application."""
+    return subprocess.run(argv, env=as_application(env, PILOT_APP), capture_output=True, text=True, timeout=300)
+
+
 def pilot_remove(env: dict[str, str], form: str = "uninstall") -> subprocess.CompletedProcess:
     """istio-pilot's `remove` handler: the reconcile with its relations gone (every VirtualService it made and the
     auth EnvoyFilter deleted), then pilot_uninstall."""
@@ -178,6 +218,7 @@ def pilot_uninstall(env: dict[str, str], form: str = "uninstall") -> subprocess.
     uninstall --purge -y`; "manifest": tracks up to 1.16, the charm's `istioctl manifest generate` output deleted
     object by object; here one `kubectl delete` tries every object, where lightkube's delete_many stops at the
     first refusal, so this attempt is the larger one)."""
+    env = as_application(env, PILOT_APP)
     if form == "uninstall":
         return subprocess.run(["istioctl", "uninstall", "--purge", "-y"], env=env, capture_output=True, text=True,
                               timeout=300)
@@ -199,27 +240,26 @@ class JujuModel:
 
     def run(self, command: str) -> subprocess.CompletedProcess | None:
         words = command.split()
-        if words[:2] == ["juju", "remove-relation"] and set(words[2:4]) == {PILOT_APP, "istio-gateway"}:
+        if words[:2] == ["juju", "remove-relation"] and set(words[2:4]) == {PILOT_APP, GATEWAY_APP}:
             # relation-departed/broken: neither charm observes them on this relation. The gateway's next hook
             # (config-changed, update) runs `start`, which now stops at "Please add required relation".
             self.related = False
             return gateway_start(self.env, self.gateway_generation, self.proxy_image, related=False)
-        if words[:2] in (["juju", "integrate"], ["juju", "relate"]) and set(words[2:4]) == {PILOT_APP, "istio-gateway"}:
+        if words[:2] in (["juju", "integrate"], ["juju", "relate"]) and set(words[2:4]) == {PILOT_APP, GATEWAY_APP}:
             # relation-changed: istio-pilot sends its istiod Service; istio-gateway's `start` applies its manifest.
             self.related = True
             return gateway_start(self.env, self.gateway_generation, self.proxy_image, check=False)
-        if words[:2] in (["juju", "config"], ["juju", "refresh"]) and words[2:3] == ["istio-gateway"]:
+        if words[:2] in (["juju", "config"], ["juju", "refresh"]) and words[2:3] == [GATEWAY_APP]:
             return gateway_start(self.env, self.gateway_generation, self.proxy_image, related=self.related,
                                  check=False)
         if words[:2] == ["juju", "config"] and words[2:3] == [PILOT_APP]:
             pilot_reconcile(self.env)  # config-changed: the reconcile, with the relations as they are
             return None
         if words[:2] == ["juju", "refresh"] and words[2:3] == [PILOT_APP]:  # upgrade-charm: istioctl upgrade
-            return subprocess.run(["istioctl", "upgrade", "-y", *CHARM_FLAGS], env=self.env, capture_output=True,
-                                  text=True, timeout=300)
+            return pilot_istioctl(self.env, ["istioctl", "upgrade", "-y", *CHARM_FLAGS])
         if words[:2] == ["juju", "remove-application"] and words[2:3] == [PILOT_APP]:
             return pilot_remove(self.env)
-        if words[:2] == ["juju", "remove-application"] and words[2:3] == ["istio-gateway"]:
+        if words[:2] == ["juju", "remove-application"] and words[2:3] == [GATEWAY_APP]:
             return gateway_remove(self.env, self.gateway_generation, self.proxy_image)
         raise ValueError(f"no emulation of {command!r}: add what its hooks do to demo.charm_hooks.JujuModel")
 
@@ -251,6 +291,7 @@ def successor_objects(env: dict[str, str]) -> dict[str, list[dict]]:
 def successor_install(env: dict[str, str]) -> subprocess.CompletedProcess:
     """istio-k8s's reconcile: its CRDs (no force), then its control plane (forced); the output of both."""
     objects = successor_objects(env)
+    env = as_application(env, SUCCESSOR_APP)
     crds = _kubectl(env, ["apply", "--server-side", f"--field-manager={SUCCESSOR_APP}"], objects["istio-crds"],
                     check=False)
     plane = _kubectl(env, ["apply", "--server-side", f"--field-manager={SUCCESSOR_APP}", "--force-conflicts"],
@@ -262,5 +303,6 @@ def successor_install(env: dict[str, str]) -> subprocess.CompletedProcess:
 def successor_remove(env: dict[str, str]) -> subprocess.CompletedProcess:
     """istio-k8s's `remove`: every object of each scope deleted, as if its reconcile had labelled them all."""
     objects = successor_objects(env)
-    return _kubectl(env, ["delete", "--ignore-not-found"], objects["control-plane"] + objects["istio-crds"],
+    return _kubectl(as_application(env, SUCCESSOR_APP), ["delete", "--ignore-not-found"],
+                    objects["control-plane"] + objects["istio-crds"],
                     check=False)

@@ -291,7 +291,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         adopt = frozenset(object_id(o) for o in objects if object_id(o) in live.present)
     gateway = _gateway(cfg, topology, live, target)
     found = _moves(cfg, live, leaving, topology.istiod_address, gateway) if steps else Moves((), ())
-    policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace)
+    policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace,
+                                          handed_over=cfg.hand_over != "none")
     release = _release(cfg, live)
     crds = _crds(rendered, live)
     if releases:

@@ -7,7 +7,17 @@ by the apiserver itself, whoever sends them, unless the object is first annotate
 Its install/upgrade path (`istioctl install|upgrade` with istioNamespace=<source>) would start a second istiod in
 the source namespace and point Istio's webhooks back at it: creating or updating an istiod Deployment in the source
 namespace, or an Istio webhook configuration that calls a service there, is denied too. The legacy stack lifts the
-guard (deletes the binding) before it rolls back. Pure; components.guard declares them.
+guard (deletes the binding) before it rolls back.
+
+Once the stack hands the mesh over (handOver release or helm), the guard is aimed at the charms of the source
+namespace's Juju model, the only ones whose hooks undo the move: the plane's objects may then be deleted by anyone
+else (the next owner's `helm uninstall` or `istioctl uninstall --revision` of a retired revision, `istioctl tag
+remove`), but not by a service account of the source namespace, which is who a Juju charm there acts as (Juju names
+an application's service account after the application, in the model's namespace). What no documented upgrade or
+revision removal deletes stays refused whoever asks: an Istio CRD (its CRs are user config), the target namespace and
+the root of trust's Secret. The admission API shows a policy the requester, the operation and the object, nothing
+of the cluster's other objects, so the requester is what tells the charm from the next owner. Pure; components.guard
+declares them.
 """
 
 from __future__ import annotations
@@ -21,10 +31,15 @@ POLICY = "kfistio-protect-istio"
 OBJECTS = (("ValidatingAdmissionPolicyBinding", "", POLICY), ("ValidatingAdmissionPolicy", "", POLICY))
 """The guard's object ids, binding first: the order a rollback removes them in."""
 
-_PROTECTED = (f"(request.resource.resource == 'customresourcedefinitions' && "
-              f"oldObject.metadata.name.endsWith('.istio.io')) || "
-              f"(has(oldObject.metadata.labels) && '{PROTECTED_LABEL}' in oldObject.metadata.labels && "
-              f"oldObject.metadata.labels['{PROTECTED_LABEL}'] == 'true')")
+ROOT_OF_TRUST_SECRETS = ("istio-ca-secret", "cacerts")
+"""istiod's self-signed root and a plugged-in CA: the Secrets whose loss mints a new root for the mesh."""
+
+_ISTIO_CRD = ("request.resource.resource == 'customresourcedefinitions' && "
+              "oldObject.metadata.name.endsWith('.istio.io')")
+_MARKED = (f"has(oldObject.metadata.labels) && '{PROTECTED_LABEL}' in oldObject.metadata.labels && "
+           f"oldObject.metadata.labels['{PROTECTED_LABEL}'] == 'true'")
+_KEPT_FROM_ANYONE = (f"request.resource.resource == 'namespaces' || (request.resource.resource == 'secrets' && "
+                     f"oldObject.metadata.name in {list(ROOT_OF_TRUST_SECRETS)})")
 _ALLOWED = (f"has(oldObject.metadata.annotations) && '{ALLOW_DELETE_ANNOTATION}' in oldObject.metadata.annotations && "
             f"oldObject.metadata.annotations['{ALLOW_DELETE_ANNOTATION}'] == 'true'")
 
@@ -47,8 +62,32 @@ def _no_old_plane(source: str, target: str) -> list[dict[str, str]]:
              "message": f"kf-istio-migrate refuses Istio webhooks calling {source}: {how}", "reason": "Forbidden"}]
 
 
-def guard_objects(source: str, target: str) -> list[dict[str, Any]]:
-    """The policy and its binding (pure), for a control plane moved from source to target namespace."""
+def model_service_accounts(source: str) -> str:
+    """The group of every service account in the source namespace: a Juju model's charms act as one of them."""
+    return f"system:serviceaccounts:{source}"
+
+
+def _protected(source: str, handed_over: bool) -> str:
+    """Which DELETEs the guard refuses: while the stack holds the mesh, of every Istio CRD and marked object; once
+    handed over, of the marked objects only when a service account of the source namespace asks, but of an Istio
+    CRD, the target namespace and the root's Secret whoever asks."""
+    if not handed_over:
+        return f"({_ISTIO_CRD}) || ({_MARKED})"
+    from_model = f"'{model_service_accounts(source)}' in request.userInfo.groups"
+    return f"({_ISTIO_CRD}) || (({_MARKED}) && ({from_model} || {_KEPT_FROM_ANYONE}))"
+
+
+def _why(source: str, handed_over: bool) -> str:
+    if not handed_over:
+        return ("Istio CRDs and the migrated control plane are not deleted (that would delete user config or the "
+                "mesh)")
+    return (f"the charms of the {source} model do not delete the moved mesh, and nobody deletes an Istio CRD, its "
+            f"namespace or its root of trust (that would delete user config or the mesh)")
+
+
+def guard_objects(source: str, target: str, handed_over: bool = False) -> list[dict[str, Any]]:
+    """The policy and its binding (pure), for a control plane moved from source to target namespace; handed_over:
+    aimed at the source model's charms (the module's docstring)."""
     return [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
          "metadata": {"name": POLICY},
@@ -61,11 +100,11 @@ def guard_objects(source: str, target: str) -> list[dict[str, Any]]:
                        "operations": ["CREATE", "UPDATE"],
                        "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]}]},
                   "validations": [{
-                      "expression": f"request.operation != 'DELETE' || !({_PROTECTED}) || ({_ALLOWED})",
+                      "expression": (f"request.operation != 'DELETE' || !({_protected(source, handed_over)}) || "
+                                     f"({_ALLOWED})"),
                       "messageExpression": (f"'kf-istio-migrate protects ' + request.resource.resource + ' ' + "
-                                            f"oldObject.metadata.name + ': Istio CRDs and the migrated control plane "
-                                            f"are not deleted (that would delete user config or the mesh); annotate "
-                                            f"it {ALLOW_DELETE_ANNOTATION}=true first if you really mean it'"),
+                                            f"oldObject.metadata.name + ': {_why(source, handed_over)}; annotate it "
+                                            f"{ALLOW_DELETE_ANNOTATION}=true first if you really mean it'"),
                       "reason": "Forbidden"}, *_no_old_plane(source, target)]}},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
          "metadata": {"name": POLICY},

@@ -25,7 +25,7 @@ def stack_outputs(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh,
     unmanaged pods of the move; steps, the move (None: nothing to move); release and releases, the hand-over."""
     migrated = cfg.topology == "migrated"
     new_istiod = next(o for o in render.control_plane(renders.migrated) if o["kind"] == "Deployment")
-    return {"handOver": _hand_over_output(release, migrated, releases), "topology": cfg.topology,
+    return {"handOver": _hand_over_output(release, migrated, releases, cfg.source_namespace), "topology": cfg.topology,
             "rollingBack": rolling_back, "cluster": target.server,
             "context": target.context, "sourceNamespace": cfg.source_namespace,
             "gatewayNamespace": cfg.gateway_namespace, "controlPlaneNamespace": cfg.control_plane_namespace,
@@ -80,13 +80,16 @@ def _canary_output(steps: MigrationSteps | None) -> dict[str, Any]:
                     "no istio-proxy restart, each namespace still on the revision; again after the soak"}
 
 
-def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None) -> str:
+def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None,
+                      source: str) -> str:
     """What the stack holds, and what `pulumi destroy` would do (preview shows it)."""
     if release is None:
         return ("held by this stack (protected: `pulumi destroy` is refused; set handOver=release to let go)"
                 if migrated else "held by this stack")
-    guard_fate = (f"the guard stays, owned by nothing (lift it: kubectl delete validatingadmissionpolicybinding "
-                  f"{guard.POLICY})" if release.keep_guard else "destroy deletes the guard")
+    guard_fate = (f"the guard stays, owned by nothing, refusing only the {source} model's charms (and anyone's "
+                  f"deletion of an Istio CRD, the namespace or the root's Secret; lift it: kubectl delete "
+                  f"validatingadmissionpolicybinding {guard.POLICY})" if release.keep_guard
+                  else "destroy deletes the guard")
     helm_next = (f"; then Helm takes over (outputs helmValues and helmCommands): releases {releases.base} (chart "
                  f"base) and {releases.istiod} (chart istiod) in {releases.namespace}" if releases else "")
     return (f"released: `pulumi destroy` empties this stack and leaves every object on the cluster; "

@@ -40,7 +40,8 @@ ATTEMPTS = {
     "the successor istio-k8s charm's remove": (charm_hooks.successor_remove, DENIED),
     "pulumi destroy of the migrated stack": (["pulumi", "destroy", "--stack", "migrated", "--yes",
                                               "--non-interactive"], "because it is protected"),
-    "the old charm's reinstall or upgrade": (CHARM_INSTALL, "kf-istio-migrate refuses an istiod in kubeflow"),
+    "the old charm's reinstall or upgrade": (lambda env: charm_hooks.pilot_istioctl(env, CHARM_INSTALL),
+                                             "kf-istio-migrate refuses an istiod in kubeflow"),
     # what the rollback dry-runs after lifting the guard, until admitted: refused while the guard stands
     "the rollback's lift probe (a server-side dry run)":
         (["bash", "-c", f"echo {shlex.quote(json.dumps(guard.lift_probe('kubeflow')))} | "
@@ -112,10 +113,25 @@ def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
     workspace.pulumi("up", "--stack", "migrated", "--yes")
     assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
-    assert fingerprint(env, *PROFILES) == before
+    after = fingerprint(env, *PROFILES)
+    # One write: the guard's policy, from then on aimed at the kubeflow model's charms.
+    policies = "validatingadmissionpolicies"
+    assert {k: v for k, v in after.items() if k != policies} == {k: v for k, v in before.items() if k != policies}
+    assert {k: v for k, v in after[policies].items() if k != guard.POLICY} == \
+           {k: v for k, v in before[policies].items() if k != guard.POLICY}
+    groups = read(env, policies, name=guard.POLICY)["spec"]["validations"][0]["expression"]
+    assert f"'{guard.model_service_accounts('kubeflow')}' in request.userInfo.groups" in groups
     nothing_lost(env, mesh)
     assert state_urns(workspace, "migrated") == [], "the released stack still holds resources"
     workspace.pulumi("stack", "rm", "migrated", "--yes")
     refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
     assert refused.returncode != 0 and DENIED in refused.stderr, refused.stderr
     nothing_lost(env, mesh)
+
+
+@pytest.mark.parametrize("attempt", [a for a in ATTEMPTS if a.startswith(("the old charm", "the gateway charm's remove",
+                                                                           "the successor"))])
+def test_released_the_guard_still_refuses_the_charms(migrated, attempt):
+    """After the release (the test above), every charm hook of the kubeflow model is refused as before the
+    hand-over: the guard refuses their service accounts, whatever the next owner may delete."""
+    test_denied(migrated, attempt)

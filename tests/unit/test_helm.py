@@ -85,7 +85,7 @@ def test_the_values_are_the_renders_own_with_the_validator_armed():
 
 def test_the_stack_declares_the_plane_as_the_releases_render_it_and_lets_go():
     """What the program declares (decide; Pulumi's mocks run no resource transform, so the release itself is
-    tested in tests/unit/test_release.py and for real in the integration tier)."""
+    tested in tests/unit/test_hand_over.py and for real in the integration tier)."""
     decided = decide(CFG, recorded.renders(CFG), moved(), TARGET)
     declared = [*decided.crds.crds, *decided.control_plane.objects]
     charted = [o for o in declared if helm.chart_of(o) is not None]
