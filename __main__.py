@@ -22,7 +22,7 @@ from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
 from components.guard import Guard
-from components.hand_over import HelmHandOver, let_go
+from components.hand_over import DefaultTag, HelmHandOver, let_go
 from components.rollouts import Rollouts, UnmanagedPods
 from components.webhook_switch import WebhookSwitch
 from live import analyze, discovery, target as live_target
@@ -124,9 +124,14 @@ def declare(d: Decisions) -> None:
         verified = Verification("verify-sidecars", d.steps.verification, analysis,
                                 on_cluster(rollouts, unmanaged, gateway))
         teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified, crds))
+    guard = None
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).
-        Guard("guard", d.guard, on_cluster(*[r for r in (crds, control_plane, switch, teardown) if r]))
+        guard = Guard("guard", d.guard, on_cluster(*[r for r in (crds, control_plane, switch, teardown) if r]))
+    if d.default_tag:
+        # Handed over: the default injector under the name Istio's tools look for, once the guard lets the stack
+        # delete the former one.
+        DefaultTag("default-tag", d.default_tag, on_cluster(*[r for r in (switch, teardown, guard) if r]))
     if d.helm_hand_over:
         # Handed to Helm: once the charts' objects are applied as their releases render them, end this stack's (and
         # istioctl's) ownership of their fields, so that Helm owns what it renders.

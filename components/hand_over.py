@@ -6,11 +6,12 @@ from __future__ import annotations
 import pulumi
 
 from components import PACKAGE, REPO
+from components.checks import teardown_script
 from components.commands import step
 from components.guard import Guard
-from components.objects import child_options
+from components.objects import child_options, declare
 from live import cli
-from migration.args import HelmHandOverArgs, ReleaseArgs
+from migration.args import DefaultTagArgs, HelmHandOverArgs, ReleaseArgs
 
 
 def let_go(args: ReleaseArgs):
@@ -44,3 +45,21 @@ class HelmHandOver(pulumi.ComponentResource):
         self.command = step(name, hand_over_script(args), list(args.refs), args.target, child_options(self, opts),
                             directory=str(REPO))
         self.register_outputs({"disowned": len(args.refs)})
+
+
+class DefaultTag(pulumi.ComponentResource):
+    """The moved default injector under the default tag's name in the target namespace, then one step deleting its
+    former names. Created as a copy of the one it replaces (the same webhooks, calling the same istiod), so for the
+    moment both exist a pod passes both and Istio's injection, which removes what it injected before injecting
+    again, gives it one sidecar (docs/design.md, "The default tag's name"). Declared after the guard: the former
+    injector is protected, and the guard lets the stack's own identity delete it only once it is handed over.
+    Retained on delete, as the switch's webhooks."""
+
+    def __init__(self, name: str, args: DefaultTagArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:release:DefaultTag", name, None, opts)
+        injector = declare(name, args.injector, child_options(
+            self, opts, retain_on_delete=True, import_=args.injector["metadata"]["name"] if args.exists else None))
+        self.command = step(f"{name}-retire", teardown_script(args.retire.target, args.retire.objects),
+                            [f"{k}/{ns}/{n}" for k, ns, n in args.retire.objects], args.retire.target,
+                            child_options(self, opts, depends_on=[injector]))
+        self.register_outputs({"injector": args.injector["metadata"]["name"]})

@@ -24,7 +24,7 @@ class WebhookSwitch(pulumi.ComponentResource):
     def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None,
                  held_by: IstioControlPlane | None = None):
         super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
-        hooks = [args.injector] + ([args.validator] if args.validator else [])
+        hooks = [hook for hook in (args.injector, args.validator) if hook]
         self.webhooks = [declare(name, hook, child_options(
             self, opts, import_=hook["metadata"]["name"], retain_on_delete=True,
             ignore_changes=fields_owned_elsewhere(hook) or None,

@@ -57,7 +57,8 @@ class ServingCheckArgs:
 class WebhookSwitchArgs:
     """The live default webhooks, already retargeted at the destination istiod and marked (migration.decide)."""
 
-    injector: Mapping[str, Any]
+    injector: Mapping[str, Any] | None
+    """None once handed over: the default injector is then the DefaultTag's, under the default tag's name."""
     validator: Mapping[str, Any] | None
 
 
@@ -170,6 +171,18 @@ class TeardownArgs:
 class GuardArgs:
     policy: Mapping[str, Any]
     binding: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class DefaultTagArgs:
+    """Handed over: the default injector under the default tag's name in the target namespace (created, or adopted
+    once it exists), then its former names deleted."""
+
+    injector: Mapping[str, Any]
+    exists: bool
+    """It is on the cluster already (adopted); else it is created."""
+    retire: TeardownArgs
+    """The default injector's former names (deleting a missing one is a no-op)."""
 
 
 @dataclasses.dataclass(frozen=True)

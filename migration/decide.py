@@ -14,9 +14,9 @@ import json
 from typing import Any, Mapping
 
 from migration import guard, helm, istioctls, plan, render, versions
-from migration.args import (CanaryArgs, ControlPlaneArgs, GatewayArgs, GuardArgs, HelmHandOverArgs, IstioCrdsArgs,
-                            MigrationSteps, PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs, TeardownArgs,
-                            UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
+from migration.args import (CanaryArgs, ControlPlaneArgs, DefaultTagArgs, GatewayArgs, GuardArgs, HelmHandOverArgs,
+                            IstioCrdsArgs, MigrationSteps, PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs,
+                            TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
 from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
@@ -45,6 +45,8 @@ class Decisions:
     """handOver=release or helm: the stack lets go of everything it declares (components.hand_over)."""
     helm_hand_over: HelmHandOverArgs | None
     """handOver=helm: the charts' objects, applied as their releases render them, then disowned."""
+    default_tag: DefaultTagArgs | None
+    """handOver=release or helm: the default injector takes the default tag's name in the target namespace."""
     outputs: dict[str, Any]
     """What the stack exports (migration.outputs.stack_outputs)."""
 
@@ -184,12 +186,27 @@ def _check_canary(cfg: MigrationConfig, live: LiveMesh, new_service: str) -> Non
             f"{new_service}.{cfg.target_namespace}: the mesh has moved; `pulumi config rm kf-istio-migrate:canaryOnly`")
 
 
+def _default_tag(cfg: MigrationConfig, steps: plan.MigrationPlan, live: LiveMesh,
+                 target: KubeTarget) -> DefaultTagArgs | None:
+    """Handing over: the moved default injector under the name Istio's tools give the default tag's injector in the
+    target namespace (`istioctl tag set default` and the chart's revisionTags then update it in place instead of
+    adding a second injector beside it), and its former names retired."""
+    if cfg.topology != "migrated" or cfg.hand_over == "none":
+        return None
+    injector = protected(adoptable(plan.as_default_tag(steps.default_injector, cfg.target_namespace)))
+    exists = injector["metadata"]["name"] in {w["metadata"]["name"] for w in live.mutating_webhooks}
+    former = tuple(("MutatingWebhookConfiguration", "", name)
+                   for name in plan.former_default_injector_names(cfg.source_namespace))
+    return DefaultTagArgs(injector=injector, exists=exists, retire=TeardownArgs(objects=former, target=target))
+
+
 def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
-           target: KubeTarget, version: str) -> MigrationSteps:
+           target: KubeTarget, version: str, default_tag: DefaultTagArgs | None) -> MigrationSteps:
     """version: the Istio version of the plane moved to, whose istioctl asks the control planes which proxies they
     serve (the in-use gate's live view). The canary namespaces' workloads move with the canary, the rest after the
-    switch."""
-    switched = [protected(adoptable(hook)) for hook in (steps.default_injector, steps.default_validator) if hook]
+    switch. Handed over (default_tag), the switch keeps the validator only."""
+    injector = None if default_tag else protected(adoptable(steps.default_injector))
+    validator = protected(adoptable(steps.default_validator)) if steps.default_validator else None
     verification = VerificationArgs(
         istiod_address=topology.istiod_address, leaving=leaving, target=target, istioctl_version=version,
         istioctl=istioctls.configured_for(version, cfg.istioctl), timeout_seconds=cfg.rollout_timeout_seconds,
@@ -200,7 +217,7 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
     return MigrationSteps(
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
                                  target=target),
-        switch=WebhookSwitchArgs(injector=switched[0], validator=switched[1] if len(switched) > 1 else None),
+        switch=WebhookSwitchArgs(injector=injector, validator=validator),
         rollouts=RolloutsArgs(
             batches=plan.rollout_batches(rest, cfg.rollout_strategy),
             strategy=cfg.rollout_strategy, parallelism=cfg.rollout_parallelism,
@@ -297,8 +314,10 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     crds = _crds(rendered, live)
     if releases:
         crds = IstioCrdsArgs(crds=tuple(helm.owned_by_release(c, releases) for c in crds.crds), adopt=crds.adopt)
+    default_tag = _default_tag(cfg, steps, live, target) if steps else None
     moving = _steps(cfg, topology, steps, found, leaving, target,
-                    (renders.versions.migrated if migrated else renders.versions.legacy).version) if steps else None
+                    (renders.versions.migrated if migrated else renders.versions.legacy).version,
+                    default_tag) if steps else None
     return Decisions(
         target=target, crds=crds,
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,
@@ -312,6 +331,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
         release=release,
+        default_tag=default_tag,
         helm_hand_over=(HelmHandOverArgs(refs=tuple(helm.object_refs([*crds.crds, *objects])), target=target)
                         if releases else None),
         outputs=stack_outputs(cfg, renders, live, target, rendered=rendered, topology=topology, leaving=leaving,

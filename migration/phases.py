@@ -19,6 +19,7 @@ PHASES: dict[str, str] = {
     "Verification": "verification",
     "Teardown": "teardown",
     "Guard": "guard",
+    "DefaultTag": "default tag",
     "HelmHandOver": "Helm hand-over",
 }
 """A component's type (its last part) -> its phase, in the order the program declares them (CRDs only adopted come

@@ -87,6 +87,46 @@ def retarget(obj: Mapping[str, Any], kind: str, namespace: str, service: str, re
     return new
 
 
+def tag_injector_name(namespace: str, tag: str = "default") -> str:
+    """The name Istio gives a revision tag's injector for a control plane in namespace (the istiod chart's
+    revision-tags-mwc.yaml, which istioctl and Helm both render): `istioctl tag set`, `istioctl tag remove` and the
+    chart's `revisionTags` find and update the tag's injector under this name."""
+    return f"istio-revision-tag-{tag}" if namespace == "istio-system" else f"istio-revision-tag-{tag}-{namespace}"
+
+
+def as_default_tag(injector: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The default injector under the default tag's name for a plane in namespace, labelled for that tag as
+    istioctl labels it: the same webhooks, so creating it beside the one it replaces sends every pod to the same
+    istiod with the same template."""
+    renamed = copy.deepcopy(dict(injector))
+    renamed["metadata"] = {**renamed["metadata"], "name": tag_injector_name(namespace),
+                           "labels": {**(renamed["metadata"].get("labels") or {}), "istio.io/tag": "default"}}
+    return renamed
+
+
+def former_default_injector_names(source: str) -> tuple[str, str]:
+    """Where the charm's install kept the default injector in source: its default tag's injector, or on installs
+    without a tag the revision's own (the chart's names for istioNamespace=source)."""
+    return tag_injector_name(source), f"istio-sidecar-injector-{source}"
+
+
+def _same_webhooks(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two injectors that call the same istiod for the same pods (caBundles aside, which istiod keeps current)."""
+    def hooks(obj):
+        return [{k: v for k, v in h.items() if k != "clientConfig"} | {"service": _service(h)}
+                for h in obj.get("webhooks") or []]
+    return hooks(a) == hooks(b)
+
+
+def _renamed_pair(found: list[dict[str, Any]], cfg: MigrationConfig) -> bool:
+    """Two default injectors that are one being renamed to the default tag's name in the target namespace (a
+    hand-over cut off between creating the new name and deleting the former): the same webhooks, under exactly
+    those two names."""
+    names = {w["metadata"]["name"] for w in found}
+    return (len(found) == 2 and _same_webhooks(*found) and tag_injector_name(cfg.target_namespace) in names
+            and bool(names & set(former_default_injector_names(cfg.source_namespace))))
+
+
 def default_injectors(live: LiveMesh) -> list[dict[str, Any]]:
     """The MutatingWebhookConfigurations on the default injection path (istio-injection=enabled), by name."""
     hits = {name for name, _ in matching_webhooks(live.mutating_webhooks, {"istio-injection": "enabled"})}
@@ -112,8 +152,10 @@ def default_path_switched(live: LiveMesh) -> bool:
     return any(PROTECTED_LABEL in (w["metadata"].get("labels") or {}) for w in default_injectors(live))
 
 
-def _default_injector(live: LiveMesh) -> dict[str, Any]:
+def _default_injector(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
     found = default_injectors(live)
+    if _renamed_pair(found, cfg):
+        return next(w for w in found if w["metadata"]["name"] == tag_injector_name(cfg.target_namespace))
     if len(found) != 1:
         raise PreflightRefused(
             f"expected exactly one MutatingWebhookConfiguration injecting namespaces labelled istio-injection=enabled,"
@@ -157,7 +199,9 @@ def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> No
                                    f"sidecars; delete it (the migration copies the source CA)")
     for ns, labels in sorted(live.namespaces.items()):
         hits = matching_webhooks(live.mutating_webhooks, labels)
-        if len({name for name, _ in hits}) > 1:
+        names = {name for name, _ in hits}
+        if len(names) > 1 and not _renamed_pair([w for w in live.mutating_webhooks if w["metadata"]["name"] in names],
+                                                cfg):
             raise PreflightRefused(f"namespace {ns} is already matched by several injectors {hits}; "
                                    f"fix that before migrating")
 
@@ -176,10 +220,11 @@ def _ca_secret(live: LiveMesh, origin: str, destination: str) -> dict[str, Any]:
     return secret
 
 
-def _switch(live: LiveMesh, namespace: str, service: str, revision: str, teardown_objects: list[dict[str, Any]],
-            extra_teardown: tuple[tuple[str, str, str], ...], ca_secret: dict[str, Any] | None) -> MigrationPlan:
+def _switch(live: LiveMesh, cfg: MigrationConfig, namespace: str, service: str, revision: str,
+            teardown_objects: list[dict[str, Any]], extra_teardown: tuple[tuple[str, str, str], ...],
+            ca_secret: dict[str, Any] | None) -> MigrationPlan:
     """Send the default injection path and validation to namespace/service, restart, then tear the rest down."""
-    injector = retarget(_default_injector(live), "MutatingWebhookConfiguration", namespace, service, revision)
+    injector = retarget(_default_injector(live, cfg), "MutatingWebhookConfiguration", namespace, service, revision)
     validator = _default_validator(live)
     if validator is not None:
         validator = retarget(validator, "ValidatingWebhookConfiguration", namespace, service, revision)
@@ -200,7 +245,7 @@ def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, An
          ) -> MigrationPlan:
     """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service)."""
     _refuse_unsafe(live, cfg, new_service)
-    return _switch(live, cfg.target_namespace, new_service, cfg.revision, legacy_objects,
+    return _switch(live, cfg, cfg.target_namespace, new_service, cfg.revision, legacy_objects,
                    (("Service", cfg.source_namespace, TAG_SERVICE),),
                    _ca_secret(live, cfg.source_namespace, cfg.target_namespace))
 
@@ -228,7 +273,7 @@ def rollback_plan(live: LiveMesh, cfg: MigrationConfig, migrated_objects: list[d
         ca_secret = _ca_secret(live, cfg.source_namespace, cfg.source_namespace)
     target_cas = tuple({"kind": "Secret", "metadata": {"namespace": cfg.target_namespace, "name": name}}
                        for name in CA_SECRET_NAMES)
-    return _switch(live, cfg.source_namespace, legacy_service, "default", [*migrated_objects, *target_cas], guard,
+    return _switch(live, cfg, cfg.source_namespace, legacy_service, "default", [*migrated_objects, *target_cas], guard,
                    made_here(ca_secret) if ca_secret else None)
 
 

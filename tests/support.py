@@ -24,6 +24,8 @@ NEW_ISTIOD = "istiod-kf-1-30.istio-system.svc:15012"
 DEFAULT_INJECTOR = "istio-revision-tag-default-kubeflow"
 """The injector `istioctl install` makes for the default tag: the one namespaces labelled istio-injection=enabled
 call."""
+DEFAULT_TAG_INJECTOR = "istio-revision-tag-default"
+"""The default injector once handed over: under the default tag's name in istio-system, as Istio's tools name it."""
 
 
 def require_toolchain() -> None:
@@ -109,6 +111,28 @@ def one_injector_throughout(states: list[dict[str, Any]]) -> None:
     assert counts and not wrong, \
         f"injectors per profile namespace over {len(states)} states: min {min(counts, default=0)}, " \
         f"max {max(counts, default=0)}; first (after which write, namespace, injectors): {wrong[:3]}"
+
+
+def one_injector_but_the_rename(states: list[dict[str, Any]], renamed: str,
+                                former: str) -> tuple[list[dict[str, Any]], float]:
+    """one_injector_throughout, but for the states between the default injector's copy under its new name being
+    created and its former name being deleted (the hand-over's rename: two objects cannot be swapped in one write),
+    in which every namespace meets exactly those two, calling one istiod. Returns those states and the seconds from
+    the copy's creation to the delete, as the watch saw them."""
+    def configs(state, ns):
+        return sorted({hook.split("/", 1)[0] for hook in state["injected_by"][ns]})
+
+    pair = [s for s in states if any(c == 2 for c in s["injectors"].values())]
+    one_injector_throughout([s for s in states if s not in pair])
+    for state in pair:
+        assert all(configs(state, ns) == sorted([renamed, former]) for ns in state["injectors"]), state
+        assert len(state["injector_targets"]) == 1, state["injector_targets"]
+    if not pair:
+        return pair, 0.0
+    assert pair[0]["change"] == f"MutatingWebhookConfiguration {renamed} ADDED", pair[0]["change"]
+    after = states[states.index(pair[-1]) + 1]
+    assert after["change"] == f"MutatingWebhookConfiguration {former} DELETED", after["change"]
+    return pair, after["t"] - pair[0]["t"]
 
 
 def one_injector_now(workspace: Workspace, profiles: list[str]) -> None:

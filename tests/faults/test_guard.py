@@ -11,13 +11,15 @@ import pytest
 
 from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
-from demo.observe import read, snapshot
+from demo.observe import InjectorHistory, read, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
-from tests.support import (fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost, run,
-                           state_urns)
+from tests.support import (fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
+                           one_injector_but_the_rename, run, state_urns)
 
 DENIED = "kf-istio-migrate protects"
+RENAMED = "istio-revision-tag-default"
+"""The default injector's name once handed over: the default tag's in istio-system."""
 # attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
 ATTEMPTS = {
     "one CRD": (["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], DENIED),
@@ -78,8 +80,8 @@ def test_denied(migrated, attempt):
     assert read(env, "deployments", "istio-system", "istiod-kf-1-30")["metadata"].get("deletionTimestamp") is None
     assert read(env, "namespaces", name="istio-system")["status"]["phase"] == "Active"
     assert not read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"]
-    hooks = read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"]
-    assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
+    tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
+    assert [{h["clientConfig"]["service"]["namespace"] for h in t["webhooks"]} for t in tagged] == [{"istio-system"}]
     assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
                 if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])], \
         "a second injector, calling kubeflow"
@@ -104,21 +106,40 @@ def test_after_every_attempt_nothing_lost_and_injection_works(migrated):
 
 
 def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
-    """handOver=release, `pulumi up`, then `pulumi destroy`: the stack lets go and ends empty, and the cluster keeps
-    every object exactly as it was (resourceVersions, CRD UIDs, every CR); the guard, kept by default, still refuses
-    a CRD's deletion. Runs last: the stack is gone afterwards."""
+    """handOver=release, `pulumi up`, then `pulumi destroy`: the stack lets go and ends empty. The cluster keeps
+    every object exactly as it was (resourceVersions, CRD UIDs, every CR) but three writes: the guard's policy, from
+    then on aimed at the kubeflow model's charms, and the default injector's rename to the default tag's name in
+    istio-system (its copy created, the former deleted; the states in between, measured, meet only those two calling
+    the new istiod). The stack is refresh-clean before the destroy; the guard, kept by default, still refuses a
+    CRD's deletion. Runs last: the stack is gone afterwards."""
     workspace, env = migrated.workspace, migrated.env
     before, mesh = fingerprint(env, *PROFILES), snapshot(env)
+    former = read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)
     workspace.set_config("migrated", "kf-istio-migrate:handOver", "release")
-    workspace.pulumi("up", "--stack", "migrated", "--yes")
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        workspace.pulumi("up", "--stack", "migrated", "--yes")
+    finally:
+        states = history.stop()
+    pair, seconds = one_injector_but_the_rename(states, RENAMED, DEFAULT_INJECTOR)
+    assert pair, "the rename went through no state with both names"
+    print(f"the rename: {len(pair)} state(s) with both injectors, {seconds:.3f} s from the copy to the delete")
     assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    workspace.pulumi("refresh", "--stack", "migrated", "--yes")
+    workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", "--diff")
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
     after = fingerprint(env, *PROFILES)
-    # One write: the guard's policy, from then on aimed at the kubeflow model's charms.
-    policies = "validatingadmissionpolicies"
-    assert {k: v for k, v in after.items() if k != policies} == {k: v for k, v in before.items() if k != policies}
+    policies, injectors = "validatingadmissionpolicies", "mutatingwebhookconfigurations"
+    rest = lambda found: {k: v for k, v in found.items() if k not in (policies, injectors)}  # noqa: E731
+    assert rest(after) == rest(before)
     assert {k: v for k, v in after[policies].items() if k != guard.POLICY} == \
            {k: v for k, v in before[policies].items() if k != guard.POLICY}
+    assert set(after[injectors]) == set(before[injectors]) - {DEFAULT_INJECTOR} | {RENAMED}
+    renamed = read(env, injectors, name=RENAMED)
+    assert [{**h, "clientConfig": {**h["clientConfig"], "caBundle": None}} for h in renamed["webhooks"]] == \
+           [{**h, "clientConfig": {**h["clientConfig"], "caBundle": None}} for h in former["webhooks"]]
+    assert renamed["metadata"]["labels"]["istio.io/tag"] == "default"
     groups = read(env, policies, name=guard.POLICY)["spec"]["validations"][0]["expression"]
     assert f"'{guard.model_service_accounts('kubeflow')}' in request.userInfo.groups" in groups
     nothing_lost(env, mesh)
@@ -127,6 +148,44 @@ def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
     refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
     assert refused.returncode != 0 and DENIED in refused.stderr, refused.stderr
     nothing_lost(env, mesh)
+    new_pods_get(env, PROFILES[0], NEW)
+
+
+def test_two_identical_injectors_inject_one_sidecar(migrated):
+    """What a pod created in the rename's moment gets: with a second copy of the default injector beside it (both
+    calling the new istiod), a new pod is injected exactly as with one, one istio-proxy, the same containers, init
+    containers, volumes and injection status: Istio's injection removes what it injected before injecting again."""
+    env, namespace = migrated.env, PROFILES[1]
+    injector = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"][0]
+
+    def pod(name: str) -> dict:
+        run(["kubectl", "-n", namespace, "run", name, "--image=x", "--restart=Never"], env)
+        created = read(env, "pods", namespace, name)
+        run(["kubectl", "-n", namespace, "delete", "pod", name, "--wait=false"], env)
+        return created
+
+    once = pod("injected-once")
+    copy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "zz-second-default-injector"}, "webhooks": injector["webhooks"]}
+    run(["kubectl", "create", "-f", "-"], env, input=json.dumps(copy))
+    try:
+        twice = pod("injected-twice")
+    finally:
+        run(["kubectl", "delete", "mutatingwebhookconfiguration", "zz-second-default-injector"], env)
+
+    def injected(p: dict) -> dict:
+        """What injection made of the pod (kubectl run names the app container after the pod, and the API server
+        gives each pod its own token volume)."""
+        spec, app = p["spec"], p["metadata"]["name"]
+        return {"containers": [("app" if c["name"] == app else c["name"], c["image"], c.get("args"))
+                               for c in spec["containers"]],
+                "initContainers": [(c["name"], c.get("args")) for c in spec.get("initContainers") or []],
+                "volumes": sorted(v["name"] for v in spec.get("volumes") or []
+                                  if not v["name"].startswith("kube-api-access-")),
+                "status": json.loads(p["metadata"]["annotations"]["sidecar.istio.io/status"])}
+
+    assert [c["name"] for c in twice["spec"]["containers"]].count("istio-proxy") == 1
+    assert injected(twice) == injected(once)
 
 
 @pytest.mark.parametrize("attempt", [a for a in ATTEMPTS if a.startswith(("the old charm", "the gateway charm's remove",

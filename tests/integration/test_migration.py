@@ -22,9 +22,10 @@ from devcluster import toolchain
 from devcluster.cluster import Cluster
 from live import analyze
 from migration.workloads import proxy_address
-from tests.support import (DEFAULT_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace, gateway_istiod,
-                           gateway_objects, helm, ingress_objects, istio_charts, new_pods_get, nothing_lost,
-                           one_injector_now, one_injector_throughout, opt_in_injector, purged, run, state_urns)
+from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace,
+                           gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts, new_pods_get,
+                           nothing_lost, one_injector_but_the_rename, one_injector_now, one_injector_throughout,
+                           opt_in_injector, purged, run, state_urns)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -425,7 +426,12 @@ def handed_to_helm(migration):
     env = workspace.env
     moved = {"uids": plane_uids(env), "mesh": snapshot(env)}
     workspace.set_config("migrated", "kf-istio-migrate:handOver", "helm")
-    workspace.pulumi("up", "--stack", "migrated", "--yes")
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        workspace.pulumi("up", "--stack", "migrated", "--yes")
+    finally:
+        hand_over_states = history.stop()
     outputs = workspace.outputs("migrated")
     (workspace.dir / "istio-values.yaml").write_text(outputs["helmValues"])
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
@@ -446,13 +452,21 @@ def handed_to_helm(migration):
     finally:
         states = history.stop()
     return {"outputs": outputs, "moved": moved, "released": released, "diff": diff, "installs": installs,
-            "states": states}
+            "states": states, "hand_over_states": hand_over_states}
 
 
 def test_the_hand_over_to_helm_lets_go_and_every_object_keeps_its_uid(migration, handed_to_helm):
+    """Every object keeps its UID but the default injector, renamed to the default tag's name in istio-system (a
+    copy created, then the former deleted: the only states with two injectors, both calling the new istiod)."""
     released, moved = handed_to_helm["released"], handed_to_helm["moved"]
     assert released["held"] == [], "the destroyed stack still holds resources"
-    assert released["uids"] == moved["uids"]
+    renamed = f"MutatingWebhookConfiguration/{DEFAULT_TAG_INJECTOR}"
+    former = f"MutatingWebhookConfiguration/{DEFAULT_INJECTOR}"
+    assert {k: v for k, v in released["uids"].items() if k != renamed} == \
+           {k: v for k, v in moved["uids"].items() if k != former}
+    assert renamed in released["uids"] and former not in released["uids"]
+    pair, _ = one_injector_but_the_rename(handed_to_helm["hand_over_states"], DEFAULT_TAG_INJECTOR, DEFAULT_INJECTOR)
+    assert pair, "the rename went through no state with both names"
     nothing_lost(migration[0].env, moved["mesh"])
 
 
@@ -506,7 +520,7 @@ def test_the_next_owner_deletes_the_plane_the_charm_may_not(migration, handed_to
     env = migration[0].env
     charm = charm_hooks.as_application(env, charm_hooks.PILOT_APP)
     plane = [["-n", "istio-system", "deployment", "istiod-kf-1-30"], ["-n", "istio-system", "service", "istiod-kf-1-30"],
-             ["mutatingwebhookconfiguration", DEFAULT_INJECTOR],
+             ["mutatingwebhookconfiguration", DEFAULT_TAG_INJECTOR],
              ["validatingwebhookconfiguration", "istiod-default-validator"]]
     kept = [["crd", "virtualservices.networking.istio.io"], ["namespace", "istio-system"],
             ["-n", "istio-system", "secret", "istio-ca-secret"]]
@@ -516,6 +530,30 @@ def test_the_next_owner_deletes_the_plane_the_charm_may_not(migration, handed_to
             allowed = who == "the admin" and target in plane
             assert (attempt.returncode == 0) == allowed, (who, target, attempt.stderr)
             assert allowed or "kf-istio-migrate protects" in attempt.stderr, (who, target, attempt.stderr)
+
+
+def test_istios_tools_set_the_default_tag_in_place(migration, handed_to_helm):
+    """After the hand-over, Istio's own ways of pointing the default tag at a revision find the renamed injector and
+    update it in place: `istioctl tag set default --overwrite`, then the istiod chart's revision-tags template as
+    Istio's Helm upgrade guide applies it (`helm template ... -s templates/revision-tags-mwc.yaml --set
+    revisionTags={default} | kubectl apply -f -`). One injector per profile namespace in every state, the same
+    object (UID), no second one beside it, and new pods still injected by the new istiod."""
+    workspace, env = migration[0], migration[0].env
+    uid = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["metadata"]["uid"]
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        run(["istioctl", "tag", "set", "default", "--revision", "kf-1-30", "--overwrite"], env)
+        tags = helm_on(workspace, "template", "istiod", str(istio_charts() / "istiod"), "-s",
+                       "templates/revision-tags-mwc.yaml", "--set", "revisionTags={default}", "--set",
+                       "revision=kf-1-30", "--namespace", "istio-system").stdout
+        run(["kubectl", "apply", "-f", "-"], env, input=tags)
+    finally:
+        states = history.stop()
+    one_injector_throughout(states)
+    tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
+    assert [(t["metadata"]["name"], t["metadata"]["uid"]) for t in tagged] == [(DEFAULT_TAG_INJECTOR, uid)]
+    new_pods_get(env, PROFILES[2], NEW_ISTIOD)
 
 
 def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to_helm):
@@ -544,7 +582,7 @@ def test_old_charm_reinstall_is_refused(migration):
     assert reinstall.returncode != 0, output[-3000:]
     assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
     assert read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"] == []
-    for resource, name in [("mutatingwebhookconfigurations", DEFAULT_INJECTOR),
+    for resource, name in [("mutatingwebhookconfigurations", DEFAULT_TAG_INJECTOR),
                            ("validatingwebhookconfigurations", "istiod-default-validator")]:
         hooks = read(env, resource, name=name)["webhooks"]
         assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (resource, name)

@@ -3,6 +3,8 @@ tier; Pulumi's mocks have no callback server for transforms)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pulumi
 import pytest
 
@@ -12,6 +14,7 @@ from migration import guard
 from migration.args import ReleaseArgs
 from migration.config import from_mapping
 from migration.decide import decide
+from migration.plan import PreflightRefused, tag_injector_name
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.test_helm import moved
@@ -53,3 +56,48 @@ def test_handing_over_aims_the_guard_at_the_source_models_charms(hand_over):
     group = f"'{guard.model_service_accounts('kubeflow')}' in request.userInfo.groups"
     assert group not in held and group in handed
     assert "oldObject.metadata.name.endsWith('.istio.io'))" in handed
+
+
+def test_handing_over_gives_the_default_injector_the_default_tags_name():
+    """The moved default injector is declared under the name Istio's tools give the default tag's injector in
+    istio-system, with the same webhooks as the switch held it, and its former names are retired; the switch keeps
+    the validator only."""
+    held = decide(from_mapping({"topology": "migrated"}), recorded.renders(from_mapping({"topology": "migrated"})),
+                  moved(), TARGET)
+    cfg = from_mapping({"topology": "migrated", "handOver": "release"})
+    handed = decide(cfg, recorded.renders(cfg), moved(), TARGET)
+    assert handed.steps.switch.injector is None and handed.steps.switch.validator == held.steps.switch.validator
+    tag = handed.default_tag
+    assert tag.injector["metadata"]["name"] == "istio-revision-tag-default" and not tag.exists
+    assert tag.injector["webhooks"] == held.steps.switch.injector["webhooks"]
+    assert tag.injector["metadata"]["labels"] == {**held.steps.switch.injector["metadata"]["labels"],
+                                                  "istio.io/tag": "default"}
+    assert [name for _, _, name in tag.retire.objects] == ["istio-revision-tag-default-kubeflow",
+                                                          "istio-sidecar-injector-kubeflow"]
+    assert held.default_tag is None
+
+
+def test_once_renamed_the_same_declaration_adopts_it():
+    """After the hand-over's update (only the new name on the cluster), and after one cut off between the create
+    and the delete (both names, the same webhooks): the same injector, adopted; anything else beside it is still
+    a second injector, refused."""
+    cfg = from_mapping({"topology": "migrated", "handOver": "release"})
+    first = decide(cfg, recorded.renders(cfg), moved(), TARGET).default_tag
+    former = next(w for w in moved().mutating_webhooks
+                  if w["metadata"]["name"] == "istio-revision-tag-default-kubeflow")
+    renamed = {**first.injector, "webhooks": former["webhooks"]}
+    for webhooks in ([renamed], [renamed, former]):
+        others = [w for w in moved().mutating_webhooks if w["metadata"]["name"] != former["metadata"]["name"]]
+        live = dataclasses.replace(moved(), mutating_webhooks=others + webhooks)
+        again = decide(cfg, recorded.renders(cfg), live, TARGET).default_tag
+        assert again.exists and again.injector == first.injector and again.retire == first.retire
+    stray = {**renamed, "metadata": {**renamed["metadata"], "name": "second-injector"}}
+    live = dataclasses.replace(moved(), mutating_webhooks=moved().mutating_webhooks + [stray])
+    with pytest.raises(PreflightRefused, match="already matched by several injectors"):
+        decide(cfg, recorded.renders(cfg), live, TARGET)
+
+
+@pytest.mark.parametrize("namespace, name", [("istio-system", "istio-revision-tag-default"),
+                                             ("mesh", "istio-revision-tag-default-mesh")])
+def test_the_default_tags_name_follows_the_charts_rule(namespace, name):
+    assert tag_injector_name(namespace) == name

@@ -97,9 +97,9 @@ def test_the_stack_declares_the_plane_as_the_releases_render_it_and_lets_go():
         "the chart renders the label; without it the first helm upgrade would restart istiod"
     # What istioctl makes outside the charts (the default tag's injector and the default validator, rendered from
     # the same templates for the old namespace) and what the migration adds stay outside both releases.
-    outside = [*[o for o in declared if helm.chart_of(o) is None], decided.steps.switch.injector,
+    outside = [*[o for o in declared if helm.chart_of(o) is None], decided.default_tag.injector,
                decided.steps.switch.validator]
-    assert {o["metadata"]["name"] for o in outside} >= {"istio-revision-tag-default-kubeflow",
+    assert {o["metadata"]["name"] for o in outside} >= {"istio-revision-tag-default",
                                                         "istiod-default-validator", "istio-ca-secret", "istio-system"}
     assert not [o["metadata"]["name"] for o in outside
                 if helm.RELEASE_NAME in (o["metadata"].get("annotations") or {})]
