@@ -201,12 +201,17 @@ def _default_tag(cfg: MigrationConfig, steps: plan.MigrationPlan, live: LiveMesh
 
 
 def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
-           target: KubeTarget, version: str, default_tag: DefaultTagArgs | None) -> MigrationSteps:
+           target: KubeTarget, version: str, default_tag: DefaultTagArgs | None,
+           plane: list[dict[str, Any]]) -> MigrationSteps:
     """version: the Istio version of the plane moved to, whose istioctl asks the control planes which proxies they
     serve (the in-use gate's live view). The canary namespaces' workloads move with the canary, the rest after the
-    switch. Handed over (default_tag), the switch keeps the validator only."""
+    switch. Handed over, the switch keeps neither the injector (default_tag's) nor a validator the plane declares
+    (the base chart's, handed to Helm)."""
     injector = None if default_tag else protected(adoptable(steps.default_injector))
-    validator = protected(adoptable(steps.default_validator)) if steps.default_validator else None
+    in_plane = {(o["kind"], o["metadata"]["name"]) for o in plane}
+    validator = (protected(adoptable(steps.default_validator)) if steps.default_validator and
+                 ("ValidatingWebhookConfiguration", steps.default_validator["metadata"]["name"]) not in in_plane
+                 else None)
     verification = VerificationArgs(
         istiod_address=topology.istiod_address, leaving=leaving, target=target, istioctl_version=version,
         istioctl=istioctls.configured_for(version, cfg.istioctl), timeout_seconds=cfg.rollout_timeout_seconds,
@@ -317,7 +322,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     default_tag = _default_tag(cfg, steps, live, target) if steps else None
     moving = _steps(cfg, topology, steps, found, leaving, target,
                     (renders.versions.migrated if migrated else renders.versions.legacy).version,
-                    default_tag) if steps else None
+                    default_tag, objects) if steps else None
     return Decisions(
         target=target, crds=crds,
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,

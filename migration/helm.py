@@ -36,6 +36,12 @@ server-side apply would conflict with istiod's field manager, or with --force-co
 istiod re-arms it. istioctl's schema does not know the key, so the plane is rendered with it as an unvalidated value
 (migration.render), and the value reaches the values file through the render."""
 
+DEFAULT_REVISION = "defaultRevision"
+"""The base chart's value naming the revision its default validator (`istiod-default-validator`) calls. istioctl
+renders a revisioned plane with it empty, and makes the default validator outside the charts; set to the moved
+plane's revision, the base chart renders that validator, so its release owns it and Istio's Helm upgrade guide's
+last step, `helm upgrade istio-base --set defaultRevision=<new>`, moves it in place."""
+
 FORMER_APPLIERS = ("pulumi-kubernetes", "istio-operator")
 """Field managers whose ownership of the handed-over objects ends with the hand-over: the stack's (pulumi-kubernetes
 names one per resource, `pulumi-kubernetes-<suffix>`) and istioctl's (`istio-operator`, the charm's install, on the

@@ -41,7 +41,8 @@ def stack_outputs(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh,
             "migratedIstiod": versions.describe(versions.istiod_image(new_istiod)),
             "crdSchemas": _crd_schemas(renders.versions, migrated),
             "liveCrdVersions": crd_versions(live.crds),
-            **(_helm_outputs(releases, render.control_plane(rendered), cfg.revision) if releases else {})}
+            **(_helm_outputs(releases, render.control_plane(rendered), cfg.revision) if releases else {}),
+            **({"istioctlFlags": _istioctl_flags(cfg, renders.versions)} if release and migrated else {})}
 
 
 def _moves_output(found: Moves) -> dict[str, dict[str, int]]:
@@ -102,6 +103,12 @@ def _helm_outputs(releases: helm.HelmReleases, plane: list[dict[str, Any]], revi
     commands += [f"helm upgrade --install {releases.release_of(chart)} <charts>/{chart} --namespace "
                  f"{releases.namespace} --values istio-values.yaml" for chart in helm.CHARTS]
     return {"helmValues": helm.values_yaml(plane, revision), "helmCommands": commands}
+
+
+def _istioctl_flags(cfg: MigrationConfig, version_plan: VersionPlan) -> list[str]:
+    """The flags istioctl rendered the moved plane with: what the next owner's `istioctl install --revision <new>`
+    takes (with its own revision and image tag) so that the new plane is configured as the moved one."""
+    return render.istioctl_args(render.migrated_input(cfg, version_plan.migrated))[2:]
 
 
 def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:

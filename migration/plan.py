@@ -17,7 +17,7 @@ from migration.analysis import errors
 from migration.config import MigrationConfig
 from migration.marks import PROTECTED_LABEL, made_here
 from migration.live_mesh import CA_SECRET_NAMES, LiveMesh
-from migration.webhooks import matching_webhooks
+from migration.webhooks import DEFAULT_VALIDATOR, matching_webhooks
 from migration.workloads import Workload
 
 DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
@@ -165,7 +165,7 @@ def _default_injector(live: LiveMesh, cfg: MigrationConfig) -> dict[str, Any]:
 
 
 def _default_validator(live: LiveMesh) -> dict[str, Any] | None:
-    defaults = [w for w in live.validating_webhooks if w["metadata"]["name"].startswith("istiod-default-validator")]
+    defaults = [w for w in live.validating_webhooks if w["metadata"]["name"].startswith(DEFAULT_VALIDATOR)]
     return defaults[0] if defaults else None
 
 

@@ -17,6 +17,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from migration.webhooks import DEFAULT_VALIDATOR
+
 from migration import helm, istioctls
 from migration.config import MigrationConfig
 from migration.istioctls import RenderError
@@ -70,8 +72,11 @@ def migrated_input(cfg: MigrationConfig, plane: PlaneVersion = PlaneVersion(""))
         # only; istioctl authenticates as a ServiceAccount of the namespace it is pointed at (-i istio-system), so
         # without this the operator's proxy-status, and the in-use gate, would see no proxy outside istio-system.
         values = tuple(sorted({f"pilot.env.{DEBUG_AUTH_NAMESPACES}": cfg.target_namespace, **dict(values)}.items()))
-    # Handed to Helm, the plane is rendered with the values the charts will be installed with (migration.helm).
+    # Handed to Helm, the plane is rendered with the values the charts will be installed with (migration.helm),
+    # the default validator included.
     unvalidated = (helm.UNVALIDATED_VALUES,) if cfg.hand_over == "helm" else ()
+    if cfg.hand_over == "helm":
+        values = tuple(sorted({**dict(values), helm.DEFAULT_REVISION: cfg.revision}.items()))
     return RenderInput(namespace=cfg.target_namespace, revision=cfg.revision, profile=cfg.profile,
                        values=values, mesh_config=tuple(sorted(mesh.items())), unvalidated_values=unvalidated)
 
@@ -217,7 +222,7 @@ class Topology:
 def topology(objects: list[dict[str, Any]], namespace: str, revision: str) -> Topology:
     """Read the Topology off rendered objects; fails naming what is missing if istioctl's output changed shape."""
     def one(kind: str) -> dict[str, Any]:
-        found = [o for o in objects if o["kind"] == kind]
+        found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] != DEFAULT_VALIDATOR]
         if len(found) != 1:
             raise ValueError(f"expected one rendered {kind} for namespace {namespace} revision {revision}, "
                              f"found {[o['metadata']['name'] for o in found]}")

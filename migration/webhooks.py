@@ -11,6 +11,10 @@ from typing import Any, Iterable, Mapping
 
 Labels = Mapping[str, str]
 
+DEFAULT_VALIDATOR = "istiod-default-validator"
+"""The default revision's validator (unlabelled Istio CRs), made by istioctl beside the charts or by the base chart
+with `defaultRevision`: never a revision's own."""
+
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
     """metav1.LabelSelector semantics: a missing or empty selector matches everything."""

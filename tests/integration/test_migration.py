@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 from datetime import datetime
 
 import pytest
@@ -506,6 +507,46 @@ def test_a_later_helm_upgrade_with_a_changed_value_works(migration, handed_to_he
     assert (status["version"], status["info"]["status"]) == (2, "deployed")
 
 
+def virtual_service_write(env: dict[str, str], host: str) -> subprocess.CompletedProcess:
+    """A VirtualService routing to host, written as a server-side dry run: the validators are called, nothing is
+    stored (an empty host is invalid)."""
+    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+          "metadata": {"name": "validated", "namespace": PROFILES[0]},
+          "spec": {"hosts": ["app"], "http": [{"route": [{"destination": {"host": host}}]}]}}
+    return run(["kubectl", "apply", "--dry-run=server", "-f", "-"], env, input=json.dumps(vs), check=False)
+
+
+def test_the_base_charts_default_revision_moves_the_default_validator_in_place(migration, handed_to_helm):
+    """The last step of Istio's Helm canary upgrade, `helm upgrade istio-base --set defaultRevision=<revision>`,
+    with a second revision installed beside the moved one (`helm install istiod-canary --set revision=canary`):
+    the base release owns the default validator, so it moves to the canary's istiod and back in place (the same
+    UID), a valid Istio CR is accepted and an invalid one refused each time, and every profile namespace meets one
+    injector in every state."""
+    workspace, env = migration[0], migration[0].env
+    charts, base = istio_charts(), HELM_RELEASES["base"]
+    uid = read(env, "validatingwebhookconfigurations", name="istiod-default-validator")["metadata"]["uid"]
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        helm_on(workspace, "install", "istiod-canary", str(charts / "istiod"), "--namespace", "istio-system",
+                "--values", "istio-values.yaml", "--set", "revision=canary", "--wait")
+        for revision in ("canary", "kf-1-30"):
+            helm_on(workspace, "upgrade", base, str(charts / "base"), "--namespace", "istio-system", "--values",
+                    "istio-values.yaml", "--set", f"defaultRevision={revision}")
+            validator = read(env, "validatingwebhookconfigurations", name="istiod-default-validator")
+            assert validator["metadata"]["uid"] == uid
+            assert [h["clientConfig"]["service"]["name"] for h in validator["webhooks"]] == [f"istiod-{revision}"]
+            refused = virtual_service_write(env, "")
+            assert refused.returncode != 0 and "denied the request" in refused.stderr, (revision, refused.stderr)
+            accepted = virtual_service_write(env, "app")
+            assert accepted.returncode == 0, (revision, accepted.stderr)
+        helm_on(workspace, "uninstall", "istiod-canary", "--namespace", "istio-system", "--wait")
+    finally:
+        states = history.stop()
+    one_injector_throughout(states)
+    new_pods_get(env, PROFILES[0], NEW_ISTIOD)
+
+
 def test_after_the_hand_over_the_old_charms_purge_is_still_refused(migration, handed_to_helm):
     """Handed over to Helm, the guard still refuses the old charm's remove hook (it acts as a service account of the
     kubeflow model), and nothing is lost."""
@@ -573,8 +614,8 @@ def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to
 def test_old_charm_reinstall_is_refused(migration):
     """The old istio-pilot charm's install/upgrade path after the migration and the hand-over to Helm
     (`istioctl install` with its flags, what `juju refresh` runs as `istioctl upgrade`): the guard the release kept
-    refuses it, naming the migration; no istiod in kubeflow, the default injector and validator still call the new
-    istiod, and new pods are injected by it. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
+    refuses it, naming the migration; no istiod in kubeflow, the default injector still calls the new istiod (the
+    default validator went with the base release, uninstalled above), and new pods are injected by it. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
     kubeflow."""
     env = migration[0].env
     reinstall = charm_hooks.pilot_istioctl(env, fixture.CHARM_INSTALL)
@@ -582,10 +623,8 @@ def test_old_charm_reinstall_is_refused(migration):
     assert reinstall.returncode != 0, output[-3000:]
     assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
     assert read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"] == []
-    for resource, name in [("mutatingwebhookconfigurations", DEFAULT_TAG_INJECTOR),
-                           ("validatingwebhookconfigurations", "istiod-default-validator")]:
-        hooks = read(env, resource, name=name)["webhooks"]
-        assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}, (resource, name)
+    hooks = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["webhooks"]
+    assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
     assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
                 if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])]
     new_pods_get(env, PROFILES[1], NEW_ISTIOD)

@@ -101,3 +101,14 @@ def test_once_renamed_the_same_declaration_adopts_it():
                                              ("mesh", "istio-revision-tag-default-mesh")])
 def test_the_default_tags_name_follows_the_charts_rule(namespace, name):
     assert tag_injector_name(namespace) == name
+
+
+def test_a_released_stack_tells_the_flags_its_plane_was_rendered_with():
+    """istioctlFlags: what the next owner's `istioctl install --revision <new>` takes, the flags the moved plane
+    was rendered with; a stack that holds the mesh has no such output."""
+    cfg = from_mapping({"topology": "migrated", "handOver": "release"})
+    flags = decide(cfg, recorded.renders(cfg), moved(), TARGET).outputs["istioctlFlags"]
+    assert ["--set", "revision=kf-1-30"] == flags[4:6] and "values.global.istioNamespace=istio-system" in flags
+    assert "istioctlFlags" not in decide(from_mapping({"topology": "migrated"}),
+                                         recorded.renders(from_mapping({"topology": "migrated"})), moved(),
+                                         TARGET).outputs

@@ -39,7 +39,8 @@ def test_each_chart_takes_what_it_renders_and_nothing_istioctl_adds_outside_them
     assert {name for kind, name in by_chart["base"] if kind == "CustomResourceDefinition"} == \
            {c["metadata"]["name"] for c in render.crds(plane())}
     assert {o for o in by_chart["base"] if o[0] != "CustomResourceDefinition"} == \
-           {("ServiceAccount", "istio-reader-service-account")}
+           {("ServiceAccount", "istio-reader-service-account"),
+            ("ValidatingWebhookConfiguration", "istiod-default-validator")}
     assert ("Deployment", "istiod-kf-1-30") in by_chart["istiod"]
     assert ("ValidatingWebhookConfiguration", "istio-validator-kf-1-30-istio-system") in by_chart["istiod"]
     assert helm.chart_of({"kind": "Namespace", "metadata": {"name": "istio-system"}}) is None
@@ -95,12 +96,17 @@ def test_the_stack_declares_the_plane_as_the_releases_render_it_and_lets_go():
     deployment = next(o for o in charted if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["metadata"]["labels"][PURGE_SELECTOR_LABEL] == "Pilot", \
         "the chart renders the label; without it the first helm upgrade would restart istiod"
-    # What istioctl makes outside the charts (the default tag's injector and the default validator, rendered from
-    # the same templates for the old namespace) and what the migration adds stay outside both releases.
-    outside = [*[o for o in declared if helm.chart_of(o) is None], decided.default_tag.injector,
-               decided.steps.switch.validator]
-    assert {o["metadata"]["name"] for o in outside} >= {"istio-revision-tag-default",
-                                                        "istiod-default-validator", "istio-ca-secret", "istio-system"}
+    # The default validator is the base chart's (defaultRevision: the moved revision), so the base release owns it
+    # and the switch no longer declares it; what istioctl makes outside the charts (the default tag's injector)
+    # and what the migration adds stay outside both releases.
+    validator = next(o for o in charted if o["metadata"]["name"] == "istiod-default-validator")
+    assert helm.chart_of(validator) == "base" and decided.steps.switch.validator is None
+    assert validator["webhooks"][0]["clientConfig"]["service"] == {
+        "name": "istiod-kf-1-30", "namespace": "istio-system", "path": "/validate"}
+    assert helm.values(plane(), "kf-1-30")[helm.DEFAULT_REVISION] == "kf-1-30"
+    outside = [*[o for o in declared if helm.chart_of(o) is None], decided.default_tag.injector]
+    assert {o["metadata"]["name"] for o in outside} >= {"istio-revision-tag-default", "istio-ca-secret",
+                                                        "istio-system"}
     assert not [o["metadata"]["name"] for o in outside
                 if helm.RELEASE_NAME in (o["metadata"].get("annotations") or {})]
     assert decided.release is not None and decided.release.keep_guard
