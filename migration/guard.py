@@ -13,7 +13,9 @@ Once the stack hands the mesh over (handOver release or helm), the guard is aime
 namespace's Juju model, the only ones whose hooks undo the move: the plane's objects may then be deleted by anyone
 else (the next owner's `helm uninstall` or `istioctl uninstall --revision` of a retired revision, `istioctl tag
 remove`), but not by a service account of the source namespace, which is who a Juju charm there acts as (Juju names
-an application's service account after the application, in the model's namespace). What no documented upgrade or
+an application's service account after the application, in the model's namespace); nor may those accounts delete
+any object of an Istio install outside the source namespace, so a revision the next owner installs is kept from
+them too. What no documented upgrade or
 revision removal deletes stays refused whoever asks: an Istio CRD (its CRs are user config), the target namespace and
 the root of trust's Secret. The admission API shows a policy the requester, the operation and the object, nothing
 of the cluster's other objects, so the requester is what tells the charm from the next owner. Pure; components.guard
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migration.marks import PROTECTED_LABEL
+from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
 
 ALLOW_DELETE_ANNOTATION = "kfistio.io/allow-delete"
 POLICY = "kfistio-protect-istio"
@@ -69,12 +71,17 @@ def model_service_accounts(source: str) -> str:
 
 def _protected(source: str, handed_over: bool) -> str:
     """Which DELETEs the guard refuses: while the stack holds the mesh, of every Istio CRD and marked object; once
-    handed over, of the marked objects only when a service account of the source namespace asks, but of an Istio
-    CRD, the target namespace and the root's Secret whoever asks."""
+    handed over, of an Istio CRD, the target namespace and the root's Secret whoever asks, and when a service
+    account of the source namespace asks, of the marked objects and of every object of an Istio install outside the
+    source namespace (what `istioctl uninstall --purge` selects by its component label), so that a plane the next
+    owner installed later is as safe from the old charms as the moved one."""
     if not handed_over:
         return f"({_ISTIO_CRD}) || ({_MARKED})"
     from_model = f"'{model_service_accounts(source)}' in request.userInfo.groups"
-    return f"({_ISTIO_CRD}) || (({_MARKED}) && ({from_model} || {_KEPT_FROM_ANYONE}))"
+    installed = (f"request.namespace != '{source}' && has(oldObject.metadata.labels) && "
+                 f"'{PURGE_SELECTOR_LABEL}' in oldObject.metadata.labels")
+    return (f"({_ISTIO_CRD}) || (({_MARKED}) && {_KEPT_FROM_ANYONE}) || "
+            f"({from_model} && (({_MARKED}) || ({installed})))")
 
 
 def _why(source: str, handed_over: bool) -> str:

@@ -54,10 +54,14 @@ def helm(env: dict[str, str], home, *args: str, check: bool = True, cwd=None) ->
     return run([str(toolchain.binary("helm", toolset="helm")), *args], env, check=check, timeout=300, cwd=cwd)
 
 
-def istio_charts():
-    """The directory of Istio's base and istiod charts from the pinned Istio module (built with the helm set)."""
+def istio_charts(version: str | None = None):
+    """The directory of Istio's base and istiod charts from the pinned Istio module (built with the helm set), or
+    from the second minor's (version: ISTIO_NEXT_VERSION; built with the istio-next set)."""
     toolchain.ensure("helm")
-    return toolchain.share_file("charts")
+    if version is None:
+        return toolchain.share_file("charts")
+    toolchain.ensure("istio-next")
+    return toolchain.share_file(f"charts-{version}")
 
 
 def state_urns(workspace: Workspace, stack: str) -> list[str]:

@@ -156,22 +156,29 @@ kwok_share() {
   cp "$kwok_src/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$out/share/kwok-portforward-crd.yaml"
 }
 
+# copy_charts MODULE_VERSION DIR: the charts an Istio module's istioctl renders from, as Helm reads them:
+# manifests/charts/base and manifests/charts/istio-control/istio-discovery (the chart named istiod), into DIR.
+copy_charts() {
+  local charts
+  charts=$(module_dir "istio.io/istio@$1")/manifests/charts
+  mkdir -p "$2"
+  rm -rf "$2/base" "$2/istiod"
+  cp -r "$charts/base" "$2/base"
+  cp -r "$charts/istio-control/istio-discovery" "$2/istiod"
+  chmod -R u+w "$2"
+}
+
+# The second minor's charts too (share/charts-<version>/): the next owner's upgrade to it, by Helm.
 set_istio-next() {
   istio_source "$work/istio-next/istio-src" "$ISTIO_NEXT_MODULE"
   lanes "istio-next"
+  copy_charts "$ISTIO_NEXT_MODULE" "$out/share/charts-$ISTIO_NEXT_VERSION"
 }
 
-# The charts istioctl renders from, as Helm reads them: the pinned Istio module's manifests/charts/base and
-# manifests/charts/istio-control/istio-discovery (the chart named istiod), into share/charts/.
+# The pinned Istio's charts, into share/charts/.
 set_helm() {
-  local charts
-  charts=$(module_dir "istio.io/istio@$ISTIO_MODULE")/manifests/charts
   lanes "helm"
-  mkdir -p "$out/share/charts"
-  rm -rf "$out/share/charts/base" "$out/share/charts/istiod"
-  cp -r "$charts/base" "$out/share/charts/base"
-  cp -r "$charts/istio-control/istio-discovery" "$out/share/charts/istiod"
-  chmod -R u+w "$out/share/charts"
+  copy_charts "$ISTIO_MODULE" "$out/share/charts"
 }
 set_s3() { lanes "versitygw"; }
 build_versitygw() {

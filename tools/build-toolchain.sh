@@ -11,7 +11,8 @@
 # The sets:
 #   demo        what the demo, and so every embedded cluster, runs: the Pulumi CLI and plugins, the cluster's
 #               components, istioctl, pilot-discovery and our proxy simulator
-#   istio-next  a second Istio minor (istioctl-<v>, pilot-discovery-<v>), for the version-jump tests only
+#   istio-next  a second Istio minor (istioctl-<v>, pilot-discovery-<v>, its charts in share/charts-<v>), for the
+#               version-jump and upgrade tests only
 #   helm        the Helm CLI and Istio's base and istiod charts from the pinned Istio module (share/charts), for
 #               the hand-over to Helm
 #   s3          versitygw, an S3-compatible server (Apache-2.0) on a posix directory, for Pulumi state shared by a

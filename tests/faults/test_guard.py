@@ -15,7 +15,7 @@ from demo.observe import InjectorHistory, read, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.support import (fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
-                           one_injector_but_the_rename, run, state_urns)
+                           one_injector_but_the_rename, one_injector_throughout, run, state_urns)
 
 DENIED = "kf-istio-migrate protects"
 RENAMED = "istio-revision-tag-default"
@@ -148,6 +148,27 @@ def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
     refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
     assert refused.returncode != 0 and DENIED in refused.stderr, refused.stderr
     nothing_lost(env, mesh)
+    new_pods_get(env, PROFILES[0], NEW)
+
+
+def test_istioctl_tag_set_updates_the_default_tag_in_place(migrated):
+    """After the release, the istioctl owner's `istioctl tag set default --revision kf-1-30 --overwrite` finds the
+    renamed injector and the default validator and updates both in place: the same objects (UIDs), one injector per
+    profile namespace in every state, no second tag injector, new pods injected by the new istiod."""
+    env, workspace = migrated.env, migrated.workspace
+    defaults = (("mutatingwebhookconfigurations", RENAMED),
+                ("validatingwebhookconfigurations", "istiod-default-validator"))
+    uids = {(r, n): read(env, r, name=n)["metadata"]["uid"] for r, n in defaults}
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        run(["istioctl", "tag", "set", "default", "--revision", "kf-1-30", "--overwrite"], env)
+    finally:
+        states = history.stop()
+    one_injector_throughout(states)
+    assert {(r, n): read(env, r, name=n)["metadata"]["uid"] for r, n in uids} == uids
+    tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
+    assert [t["metadata"]["name"] for t in tagged] == [RENAMED]
     new_pods_get(env, PROFILES[0], NEW)
 
 

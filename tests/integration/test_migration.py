@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from datetime import datetime
 
 import pytest
@@ -21,7 +22,10 @@ from demo.migrate import migrate_and_verify
 from demo.observe import InjectorHistory, read, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
+from devcluster.toolchain import pins
 from live import analyze
+from live.verify import proxy_status
+from migration.proxies import runs_a_proxy
 from migration.workloads import proxy_address
 from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace,
                            gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts, new_pods_get,
@@ -241,21 +245,21 @@ def test_guard_denies_deleting_a_crd(migration):
     assert run(["kubectl", "get", "crd", "virtualservices.networking.istio.io"], env).returncode == 0
 
 
-def old_charm_purge(env: dict[str, str]) -> None:
+def old_charm_purge(env: dict[str, str], revision: str = "kf-1-30") -> None:
     """The istio-pilot charm's remove hook: `istioctl uninstall --purge -y` as the charm's service account (the
     guard makes its deletes fail); istiod's pods, which carry the label it deletes pods by, come back."""
     charm_hooks.pilot_uninstall(env)
-    run(["kubectl", "-n", "istio-system", "wait", "deploy/istiod-kf-1-30", "--for=condition=Available",
+    run(["kubectl", "-n", "istio-system", "wait", f"deploy/istiod-{revision}", "--for=condition=Available",
          "--timeout=60s"], env)
 
 
-def old_charm_purge_loses_nothing(env: dict[str, str]) -> None:
+def old_charm_purge_loses_nothing(env: dict[str, str], revision: str = "kf-1-30") -> None:
     """old_charm_purge: no CRD or CR lost, every gateway object (the charm labels them as purge
     selects) still there with its UID, and the LoadBalancer Service with its clusterIP and nodePorts; the gateway
     serves again; new pods are injected from the new plane."""
     before, gateway = snapshot(env), gateway_objects(env)
     assert {"Deployment/istio-ingressgateway-workload", "Service/istio-ingressgateway-workload"} <= set(gateway)
-    old_charm_purge(env)
+    old_charm_purge(env, revision)
     nothing_lost(env, before)
     after = gateway_objects(env)
     assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
@@ -560,8 +564,8 @@ def test_the_next_owner_deletes_the_plane_the_charm_may_not(migration, handed_to
     the namespace and the root's Secret stay refused to everyone."""
     env = migration[0].env
     charm = charm_hooks.as_application(env, charm_hooks.PILOT_APP)
-    plane = [["-n", "istio-system", "deployment", "istiod-kf-1-30"], ["-n", "istio-system", "service", "istiod-kf-1-30"],
-             ["mutatingwebhookconfiguration", DEFAULT_TAG_INJECTOR],
+    plane = [["-n", "istio-system", "deployment", "istiod-kf-1-30"],
+             ["-n", "istio-system", "service", "istiod-kf-1-30"], ["mutatingwebhookconfiguration", DEFAULT_TAG_INJECTOR],
              ["validatingwebhookconfiguration", "istiod-default-validator"]]
     kept = [["crd", "virtualservices.networking.istio.io"], ["namespace", "istio-system"],
             ["-n", "istio-system", "secret", "istio-ca-secret"]]
@@ -573,18 +577,17 @@ def test_the_next_owner_deletes_the_plane_the_charm_may_not(migration, handed_to
             assert allowed or "kf-istio-migrate protects" in attempt.stderr, (who, target, attempt.stderr)
 
 
-def test_istios_tools_set_the_default_tag_in_place(migration, handed_to_helm):
-    """After the hand-over, Istio's own ways of pointing the default tag at a revision find the renamed injector and
-    update it in place: `istioctl tag set default --overwrite`, then the istiod chart's revision-tags template as
-    Istio's Helm upgrade guide applies it (`helm template ... -s templates/revision-tags-mwc.yaml --set
-    revisionTags={default} | kubectl apply -f -`). One injector per profile namespace in every state, the same
-    object (UID), no second one beside it, and new pods still injected by the new istiod."""
+def test_the_charts_tag_template_sets_the_default_tag_in_place(migration, handed_to_helm):
+    """After the hand-over to Helm, the default tag moved as Istio's Helm upgrade guide moves it (`helm template ...
+    -s templates/revision-tags-mwc.yaml --set revisionTags={default} | kubectl apply -f -`) finds the renamed
+    injector and updates it in place: one injector per profile namespace in every state, the same object (UID), no
+    second one beside it, and new pods still injected by the new istiod. (`istioctl tag set` is the istioctl owner's
+    way: tests/faults/test_guard.py, after the release.)"""
     workspace, env = migration[0], migration[0].env
     uid = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["metadata"]["uid"]
     history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
     history.start()
     try:
-        run(["istioctl", "tag", "set", "default", "--revision", "kf-1-30", "--overwrite"], env)
         tags = helm_on(workspace, "template", "istiod", str(istio_charts() / "istiod"), "-s",
                        "templates/revision-tags-mwc.yaml", "--set", "revisionTags={default}", "--set",
                        "revision=kf-1-30", "--namespace", "istio-system").stdout
@@ -595,6 +598,86 @@ def test_istios_tools_set_the_default_tag_in_place(migration, handed_to_helm):
     tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
     assert [(t["metadata"]["name"], t["metadata"]["uid"]) for t in tagged] == [(DEFAULT_TAG_INJECTOR, uid)]
     new_pods_get(env, PROFILES[2], NEW_ISTIOD)
+
+
+NEXT = pins()["ISTIO_NEXT_VERSION"]
+NEXT_REVISION = "kf-1-31"
+NEXT_ISTIOD = f"istiod-{NEXT_REVISION}.istio-system.svc:15012"
+
+
+def restart_every_sidecar(env: dict[str, str]) -> None:
+    """What docs/runbook.md step 9 tells the next owner to restart: every Deployment, StatefulSet and DaemonSet of
+    each namespace that runs a sidecar, and the pods no rollout restarts (bare pods, a Job's) deleted; the charm's
+    gateway pointed at the new istiod."""
+    pods = [p for p in read(env, "pods")["items"] if runs_a_proxy(p)]
+    for ns in sorted({p["metadata"]["namespace"] for p in pods}):
+        for kind in ("deployments", "statefulsets", "daemonsets"):
+            if read(env, kind, ns)["items"]:
+                run(["kubectl", "-n", ns, "rollout", "restart", kind], env)
+    for pod in pods:
+        owners = {o["kind"] for o in pod["metadata"].get("ownerReferences") or []}
+        if not owners & {"ReplicaSet", "StatefulSet", "DaemonSet"}:
+            run(["kubectl", "-n", pod["metadata"]["namespace"], "delete", "pod", pod["metadata"]["name"],
+                 "--wait=false"], env)
+    run(["kubectl", "-n", "kubeflow", "set", "env", "deploy/istio-ingressgateway-workload", "-c", "istio-proxy",
+         f"CA_ADDR={NEXT_ISTIOD}", f"PROXY_CONFIG={json.dumps({'discoveryAddress': NEXT_ISTIOD})}"], env)
+
+
+def every_proxy_on(env: dict[str, str], address: str, timeout: float = 240) -> dict:
+    """proxy-status of the plane at address (its own version's istioctl) once it lists every running proxy, each
+    pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the ones not listed."""
+    deadline, missing = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline:
+        pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): proxy_address(p)
+                for p in read(env, "pods")["items"] if runs_a_proxy(p)}
+        seen = {(p.namespace, p.pod): p for p in proxy_status(f"istioctl-{NEXT}", "istio-system", NEXT_REVISION,
+                                                              env["KUBECONFIG"], None)}
+        missing = {"elsewhere": sorted(f"{ns}/{pod}: {a}" for (ns, pod), a in pods.items() if a != address),
+                   "not listed": sorted(f"{ns}/{pod}" for ns, pod in set(pods) - set(seen))}
+        if not any(missing.values()):
+            return seen
+        time.sleep(1)
+    pytest.fail(f"after {timeout}s, not every proxy on {address}: {missing}")
+
+
+def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm):
+    """After the hand-over to Helm, Istio's "Upgrade with Helm" canary to the next minor as docs/runbook.md step 9
+    gives it: the base chart upgraded (the CRDs' new schemas), istiod-<rev> installed beside the moved plane, the
+    default tag moved by the chart's revision-tags template, every sidecar restarted and the gateway pointed at it,
+    the old release uninstalled, the base chart's defaultRevision moved. One injector per profile namespace in every
+    state, every proxy on the new revision in its istioctl's proxy-status, CRD UIDs and every CR kept, a new pod
+    injected by the new revision, an Istio CR accepted and an invalid one refused; the old charm still refused."""
+    workspace, env = migration[0], migration[0].env
+    charts, before = istio_charts(NEXT), snapshot(env)
+    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
+    history.start()
+    try:
+        helm_on(workspace, "upgrade", HELM_RELEASES["base"], str(charts / "base"), "--namespace", "istio-system",
+                "--values", "istio-values.yaml")
+        helm_on(workspace, "install", f"istiod-{NEXT_REVISION}", str(charts / "istiod"), "--namespace",
+                "istio-system", "--values", "istio-values.yaml", "--set", f"revision={NEXT_REVISION}", "--set",
+                f"global.tag={NEXT}", "--wait")
+        tags = helm_on(workspace, "template", "istiod", str(charts / "istiod"), "-s",
+                       "templates/revision-tags-mwc.yaml", "--set", "revisionTags={default}", "--set",
+                       f"revision={NEXT_REVISION}", "--namespace", "istio-system").stdout
+        run(["kubectl", "apply", "-f", "-"], env, input=tags)
+        restart_every_sidecar(env)
+        every_proxy_on(env, NEXT_ISTIOD)
+        helm_on(workspace, "uninstall", HELM_RELEASES["istiod"], "--namespace", "istio-system", "--wait")
+        helm_on(workspace, "upgrade", HELM_RELEASES["base"], str(charts / "base"), "--namespace", "istio-system",
+                "--values", "istio-values.yaml", "--set", f"defaultRevision={NEXT_REVISION}")
+    finally:
+        states = history.stop()
+    one_injector_throughout(states)
+    nothing_lost(env, before)
+    assert read(env, "deployments", "istio-system", label_selector="app=istiod")["items"][0]["metadata"]["name"] == \
+        f"istiod-{NEXT_REVISION}"
+    new_pods_get(env, PROFILES[0], NEXT_ISTIOD)
+    refused = virtual_service_write(env, "")
+    assert refused.returncode != 0 and "denied the request" in refused.stderr, refused.stderr
+    accepted = virtual_service_write(env, "app")
+    assert accepted.returncode == 0, accepted.stderr
+    old_charm_purge_loses_nothing(env, NEXT_REVISION)
 
 
 def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to_helm):
@@ -608,14 +691,15 @@ def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to
     refused = run(["kubectl", "delete", "crd", "virtualservices.networking.istio.io"], env, check=False)
     assert refused.returncode != 0 and "kf-istio-migrate protects" in refused.stderr, refused.stderr
     listed = json.loads(helm_on(workspace, "list", "--namespace", "istio-system", "--output", "json").stdout)
-    assert [r["name"] for r in listed] == [HELM_RELEASES["istiod"]]
+    assert [r["name"] for r in listed] == [f"istiod-{NEXT_REVISION}"]
 
 
 def test_old_charm_reinstall_is_refused(migration):
     """The old istio-pilot charm's install/upgrade path after the migration and the hand-over to Helm
     (`istioctl install` with its flags, what `juju refresh` runs as `istioctl upgrade`): the guard the release kept
-    refuses it, naming the migration; no istiod in kubeflow, the default injector still calls the new istiod (the
-    default validator went with the base release, uninstalled above), and new pods are injected by it. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
+    refuses it, naming the migration; no istiod in kubeflow, the default injector still calls istio-system (the
+    default validator went with the base release, uninstalled above), and new pods are injected by the revision the
+    upgrade above moved to. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
     kubeflow."""
     env = migration[0].env
     reinstall = charm_hooks.pilot_istioctl(env, fixture.CHARM_INSTALL)
@@ -627,4 +711,4 @@ def test_old_charm_reinstall_is_refused(migration):
     assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
     assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
                 if any(h["clientConfig"].get("service", {}).get("namespace") == "kubeflow" for h in w["webhooks"])]
-    new_pods_get(env, PROFILES[1], NEW_ISTIOD)
+    new_pods_get(env, PROFILES[1], NEXT_ISTIOD)

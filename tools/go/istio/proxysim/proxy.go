@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -74,10 +75,11 @@ func (p *proxy) run(ctx context.Context) {
 func (p *proxy) start(ctx context.Context) (*adsc.ADSC, error) {
 	if p.spec.MeshConfigMap != "" {
 		cm, err := p.kube.CoreV1().ConfigMaps(p.pod.Namespace).Get(ctx, p.spec.MeshConfigMap, metav1.GetOptions{})
+		mesh, err := p.spec.meshText(cm, apierrors.IsNotFound(err), err)
 		if err != nil {
-			return nil, fmt.Errorf("mesh config %s/%s: %w", p.pod.Namespace, p.spec.MeshConfigMap, err)
+			return nil, fmt.Errorf("%s: %w", p.pod.Namespace, err)
 		}
-		if p.spec, err = p.spec.withMeshDefaults(cm.Data["mesh"]); err != nil {
+		if p.spec, err = p.spec.withMeshDefaults(mesh); err != nil {
 			return nil, err
 		}
 		p.spec.MeshConfigMap = ""

@@ -23,6 +23,7 @@ type proxySpec struct {
 	Meta           map[string]any
 	ProxyConfig    map[string]any // the PROXY_CONFIG env (the injector's per-pod overrides of the mesh's defaultConfig)
 	MeshConfigMap  string         // the ConfigMap mounted at /etc/istio/config, whose mesh defaultConfig the agent reads
+	MeshOptional   bool           // that volume is optional: without the ConfigMap the agent starts on mesh defaults
 }
 
 const meshConfigDir = "/etc/istio/config"
@@ -65,6 +66,7 @@ func specOf(pod *corev1.Pod) (proxySpec, bool, error) {
 			for _, v := range pod.Spec.Volumes {
 				if v.Name == m.Name && v.ConfigMap != nil {
 					s.MeshConfigMap = v.ConfigMap.Name
+					s.MeshOptional = v.ConfigMap.Optional != nil && *v.ConfigMap.Optional
 				}
 			}
 		}
@@ -178,4 +180,17 @@ func serviceOf(address string) (namespace, name, port string, err error) {
 		return "", "", "", fmt.Errorf("%q is not <service>.<namespace>[.svc...]:<port>", address)
 	}
 	return parts[1], parts[0], port, nil
+}
+
+// meshText is the mesh config the agent reads: the ConfigMap's, or when the ConfigMap is missing and its volume is
+// optional (the kubelet then mounts an empty directory), none: pilot-agent reads the file only if it exists and
+// otherwise starts on the mesh defaults, PROXY_CONFIG and CA_ADDR.
+func (s proxySpec) meshText(cm *corev1.ConfigMap, notFound bool, err error) (string, error) {
+	if notFound && s.MeshOptional {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("mesh config %s: %w", s.MeshConfigMap, err)
+	}
+	return cm.Data["mesh"], nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,5 +117,32 @@ func TestReadyEndpointsFollowTheServicePortAndReadiness(t *testing.T) {
 	}
 	if got := readyEndpoints(slices, "https-webhook"); len(got) != 0 {
 		t.Errorf("another port's endpoints: %+v", got)
+	}
+}
+
+// The charm's gateway mounts the mesh config optionally: once the old plane's ConfigMap is gone (the move tears it
+// down), pilot-agent starts on the mesh defaults and its PROXY_CONFIG; a required mount without it is an error.
+func TestAnOptionalMeshConfigMayBeMissing(t *testing.T) {
+	optional := true
+	pod := injected([]corev1.EnvVar{{Name: "CA_ADDR", Value: "istiod-kf.istio-system.svc:15012"},
+		{Name: "PROXY_CONFIG", Value: `{"discoveryAddress":"istiod-kf.istio-system.svc:15012"}`}}, "proxy", "router")
+	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "config-volume", MountPath: "/etc/istio/config"}}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "config-volume", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "istio"},
+			Optional: &optional}}})
+	s, _, err := specOf(pod)
+	if err != nil || !s.MeshOptional {
+		t.Fatalf("specOf: %+v %v", s, err)
+	}
+	missing := fmt.Errorf("configmaps \"istio\" not found")
+	if mesh, err := s.meshText(nil, true, missing); err != nil || mesh != "" {
+		t.Errorf("optional and missing: %q %v", mesh, err)
+	}
+	if s, err = s.withMeshDefaults(""); err != nil || s.finished().Discovery != "istiod-kf.istio-system.svc:15012" {
+		t.Errorf("mesh defaults: %+v %v", s, err)
+	}
+	s.MeshOptional = false
+	if _, err := s.meshText(nil, true, missing); err == nil {
+		t.Error("a required mesh config that is missing must fail the start")
 	}
 }
