@@ -190,14 +190,23 @@ def new_pods_get(env: dict[str, str], namespace: str, address: str) -> None:
     run(["kubectl", "-n", namespace, "delete", "pod", json.loads(pod.stdout)["metadata"]["name"], "--wait=false"], env)
 
 
-def up_with_history(workspace: Workspace, stack: str, profiles: list[str], *extra: str) -> list[dict[str, Any]]:
-    """`pulumi up --stack STACK [extra...]` while the injector history follows profiles; returns its states."""
+@contextlib.contextmanager
+def followed(workspace: Workspace, profiles: list[str]):
+    """The injector history of profiles while the block runs: yields the list its states fill when it ends (also
+    when the block fails, so the watches never outlive it)."""
     history = InjectorHistory(str(workspace.cluster.kubeconfig), profiles)
     history.start()
+    states: list[dict[str, Any]] = []
     try:
-        workspace.up(stack, *extra)
+        yield states
     finally:
-        states = history.stop()
+        states.extend(history.stop())
+
+
+def up_with_history(workspace: Workspace, stack: str, profiles: list[str], *extra: str) -> list[dict[str, Any]]:
+    """`pulumi up --stack STACK [extra...]` while the injector history follows profiles; returns its states."""
+    with followed(workspace, profiles) as states:
+        workspace.up(stack, *extra)
     return states
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
-from demo.observe import InjectorHistory, read, snapshot
+from demo.observe import read, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
-from tests.support import (fingerprint, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
+from tests.support import (fingerprint, followed, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
                            one_injector_but_the_rename, one_injector_throughout, run, state_urns)
 
 DENIED = "kf-istio-migrate protects"
@@ -116,12 +116,8 @@ def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
     before, mesh = fingerprint(env, *PROFILES), snapshot(env)
     former = read(env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)
     workspace.set_config("migrated", "kf-istio-migrate:handOver", "release")
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         workspace.pulumi("up", "--stack", "migrated", "--yes")
-    finally:
-        states = history.stop()
     pair, seconds = one_injector_but_the_rename(states, RENAMED, DEFAULT_INJECTOR)
     assert pair, "the rename went through no state with both names"
     print(f"the rename: {len(pair)} state(s) with both injectors, {seconds:.3f} s from the copy to the delete")
@@ -159,12 +155,8 @@ def test_istioctl_tag_set_updates_the_default_tag_in_place(migrated):
     defaults = (("mutatingwebhookconfigurations", RENAMED),
                 ("validatingwebhookconfigurations", "istiod-default-validator"))
     uids = {(r, n): read(env, r, name=n)["metadata"]["uid"] for r, n in defaults}
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         run(["istioctl", "tag", "set", "default", "--revision", "kf-1-30", "--overwrite"], env)
-    finally:
-        states = history.stop()
     one_injector_throughout(states)
     assert {(r, n): read(env, r, name=n)["metadata"]["uid"] for r, n in uids} == uids
     tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]

@@ -27,10 +27,10 @@ from live import analyze
 from live.verify import proxy_status
 from migration.proxies import runs_a_proxy
 from migration.workloads import proxy_address
-from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, fresh_workspace,
-                           gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts, new_pods_get,
-                           nothing_lost, one_injector_but_the_rename, one_injector_now, one_injector_throughout,
-                           opt_in_injector, purged, run, state_urns)
+from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, followed,
+                           fresh_workspace, gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts,
+                           new_pods_get, nothing_lost, one_injector_but_the_rename, one_injector_now,
+                           one_injector_throughout, opt_in_injector, purged, run, state_urns)
 
 SIZE = fixture.FixtureSize(profiles=5, deployments=3)  # the smallest Kubeflow-like mesh: several profiles, several workloads each
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -431,12 +431,8 @@ def handed_to_helm(migration):
     env = workspace.env
     moved = {"uids": plane_uids(env), "mesh": snapshot(env)}
     workspace.set_config("migrated", "kf-istio-migrate:handOver", "helm")
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as hand_over_states:
         workspace.pulumi("up", "--stack", "migrated", "--yes")
-    finally:
-        hand_over_states = history.stop()
     outputs = workspace.outputs("migrated")
     (workspace.dir / "istio-values.yaml").write_text(outputs["helmValues"])
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
@@ -449,13 +445,9 @@ def handed_to_helm(migration):
                                         "istio-system", "--values", "istio-values.yaml").stdout
                                 for chart, release in HELM_RELEASES.items()))
     diff = run(["kubectl", "diff", "--server-side", "-f", str(rendered)], env, check=False)
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         installs = [helm_on(workspace, *shlex.split(command.replace("<charts>", str(istio_charts())))[1:], "--wait",
                             check=False) for command in outputs["helmCommands"] if command.startswith("helm ")]
-    finally:
-        states = history.stop()
     return {"outputs": outputs, "moved": moved, "released": released, "diff": diff, "installs": installs,
             "states": states, "hand_over_states": hand_over_states}
 
@@ -529,9 +521,7 @@ def test_the_base_charts_default_revision_moves_the_default_validator_in_place(m
     workspace, env = migration[0], migration[0].env
     charts, base = istio_charts(), HELM_RELEASES["base"]
     uid = read(env, "validatingwebhookconfigurations", name="istiod-default-validator")["metadata"]["uid"]
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         helm_on(workspace, "install", "istiod-canary", str(charts / "istiod"), "--namespace", "istio-system",
                 "--values", "istio-values.yaml", "--set", "revision=canary", "--wait")
         for revision in ("canary", "kf-1-30"):
@@ -545,8 +535,6 @@ def test_the_base_charts_default_revision_moves_the_default_validator_in_place(m
             accepted = virtual_service_write(env, "app")
             assert accepted.returncode == 0, (revision, accepted.stderr)
         helm_on(workspace, "uninstall", "istiod-canary", "--namespace", "istio-system", "--wait")
-    finally:
-        states = history.stop()
     one_injector_throughout(states)
     new_pods_get(env, PROFILES[0], NEW_ISTIOD)
 
@@ -585,15 +573,11 @@ def test_the_charts_tag_template_sets_the_default_tag_in_place(migration, handed
     way: tests/faults/test_guard.py, after the release.)"""
     workspace, env = migration[0], migration[0].env
     uid = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["metadata"]["uid"]
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         tags = helm_on(workspace, "template", "istiod", str(istio_charts() / "istiod"), "-s",
                        "templates/revision-tags-mwc.yaml", "--set", "revisionTags={default}", "--set",
                        "revision=kf-1-30", "--namespace", "istio-system").stdout
         run(["kubectl", "apply", "-f", "-"], env, input=tags)
-    finally:
-        states = history.stop()
     one_injector_throughout(states)
     tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
     assert [(t["metadata"]["name"], t["metadata"]["uid"]) for t in tagged] == [(DEFAULT_TAG_INJECTOR, uid)]
@@ -649,9 +633,7 @@ def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm)
     injected by the new revision, an Istio CR accepted and an invalid one refused; the old charm still refused."""
     workspace, env = migration[0], migration[0].env
     charts, before = istio_charts(NEXT), snapshot(env)
-    history = InjectorHistory(str(workspace.cluster.kubeconfig), PROFILES)
-    history.start()
-    try:
+    with followed(workspace, PROFILES) as states:
         helm_on(workspace, "upgrade", HELM_RELEASES["base"], str(charts / "base"), "--namespace", "istio-system",
                 "--values", "istio-values.yaml")
         helm_on(workspace, "install", f"istiod-{NEXT_REVISION}", str(charts / "istiod"), "--namespace",
@@ -666,8 +648,6 @@ def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm)
         helm_on(workspace, "uninstall", HELM_RELEASES["istiod"], "--namespace", "istio-system", "--wait")
         helm_on(workspace, "upgrade", HELM_RELEASES["base"], str(charts / "base"), "--namespace", "istio-system",
                 "--values", "istio-values.yaml", "--set", f"defaultRevision={NEXT_REVISION}")
-    finally:
-        states = history.stop()
     one_injector_throughout(states)
     nothing_lost(env, before)
     assert read(env, "deployments", "istio-system", label_selector="app=istiod")["items"][0]["metadata"]["name"] == \
