@@ -15,9 +15,8 @@ else (the next owner's `helm uninstall` or `istioctl uninstall --revision` of a 
 remove`), but not by a service account of the source namespace, which is who a Juju charm there acts as (Juju names
 an application's service account after the application, in the model's namespace); nor may those accounts delete
 any object of an Istio install outside the source namespace, so a revision the next owner installs is kept from
-them too. What no documented upgrade or
-revision removal deletes stays refused whoever asks: an Istio CRD (its CRs are user config), the target namespace and
-the root of trust's Secret. The admission API shows a policy the requester, the operation and the object, nothing
+them too. What no documented upgrade or revision removal deletes stays refused whoever asks: an Istio CRD (its CRs
+are user config), the target namespace and the root of trust's Secret. The admission API shows a policy the requester, the operation and the object, nothing
 of the cluster's other objects, so the requester is what tells the charm from the next owner. Pure; components.guard
 declares them.
 """
@@ -26,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from migration.live_mesh import CA_SECRET_NAMES
 from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
 
 ALLOW_DELETE_ANNOTATION = "kfistio.io/allow-delete"
@@ -33,15 +33,14 @@ POLICY = "kfistio-protect-istio"
 OBJECTS = (("ValidatingAdmissionPolicyBinding", "", POLICY), ("ValidatingAdmissionPolicy", "", POLICY))
 """The guard's object ids, binding first: the order a rollback removes them in."""
 
-ROOT_OF_TRUST_SECRETS = ("istio-ca-secret", "cacerts")
-"""istiod's self-signed root and a plugged-in CA: the Secrets whose loss mints a new root for the mesh."""
-
 _ISTIO_CRD = ("request.resource.resource == 'customresourcedefinitions' && "
               "oldObject.metadata.name.endsWith('.istio.io')")
 _MARKED = (f"has(oldObject.metadata.labels) && '{PROTECTED_LABEL}' in oldObject.metadata.labels && "
            f"oldObject.metadata.labels['{PROTECTED_LABEL}'] == 'true'")
 _KEPT_FROM_ANYONE = (f"request.resource.resource == 'namespaces' || (request.resource.resource == 'secrets' && "
-                     f"oldObject.metadata.name in {list(ROOT_OF_TRUST_SECRETS)})")
+                     f"oldObject.metadata.name in {list(CA_SECRET_NAMES)})")
+"""What no documented upgrade deletes, refused whoever asks once handed over (with the marked label): the target
+namespace and the root of trust's Secrets (migration.live_mesh.CA_SECRET_NAMES: losing one mints a new root)."""
 _ALLOWED = (f"has(oldObject.metadata.annotations) && '{ALLOW_DELETE_ANNOTATION}' in oldObject.metadata.annotations && "
             f"oldObject.metadata.annotations['{ALLOW_DELETE_ANNOTATION}'] == 'true'")
 
