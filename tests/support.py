@@ -239,13 +239,23 @@ def _written_by_istiod(name: str) -> bool:
     return "leader" in name or "election" in name or name == "istio-ip-autoallocate"
 
 
+def _version(obj: dict) -> str:
+    """What tells a change by anyone but the cluster's own controllers: the resourceVersion, except for an aggregated
+    ClusterRole, whose rules the clusterrole-aggregation controller writes whenever it catches up (the API documents
+    them as controller-managed, a direct change is stomped): its labels, annotations and aggregationRule instead."""
+    if "aggregationRule" not in obj:
+        return obj["metadata"]["resourceVersion"]
+    meta = obj["metadata"]
+    return json.dumps([meta.get("labels"), meta.get("annotations"), obj["aggregationRule"]], sort_keys=True)
+
+
 def fingerprint(env: dict[str, str], *workload_namespaces: str) -> dict[str, dict[str, str]]:
     """kind -> name -> resourceVersion of everything a migration would touch first (in kubeflow, istio-system and
     workload_namespaces): equal fingerprints mean the cluster was not changed. One list per kind, every namespace's
     at once."""
     found: dict[str, dict[str, str]] = {key: {} for key in WATCHED.values()}
     for key in WATCHED.values():
-        found[key] = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in read(env, key)["items"]}
+        found[key] = {o["metadata"]["name"]: _version(o) for o in read(env, key)["items"]}
     namespaces = ("kubeflow", "istio-system", *workload_namespaces)
     found |= {f"{key}/{ns}": {} for key in NAMESPACED.values() for ns in namespaces}
     for key in NAMESPACED.values():
