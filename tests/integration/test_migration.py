@@ -216,8 +216,11 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
     assert sorted(result.outputs["unmanagedPods"]) == [f"{PROFILES[0]}/pipeline-x-train-1 (Workflow/pipeline-x): wait",
                                                        next(f"{k} (Job/train): wait" for k in migration[2]["pods"]
                                                             if k.startswith(f"{PROFILES[0]}/train-"))]
-    gone = next(s for s in result.states if "kubeflow/istiod" not in s["istiods"])
-    assert all("kubeflow/istiod" in s["istiods"] for s in result.states if s["t"] < gone["t"])
+    # The states are in the apiserver's order (resourceVersion); each one's `t` is when its own watch delivered it.
+    removed = next(i for i, s in enumerate(result.states) if "kubeflow/istiod" not in s["istiods"])
+    gone = result.states[removed]
+    assert removed > 0 and all("kubeflow/istiod" not in s["istiods"] for s in result.states[removed:]), \
+        "the old istiod was there at the start and, once deleted, never came back"
     step_finished = result.steps_finished[f"{PROFILES[0]}/pipeline-x-train-1"]
     assert step_finished < gone["t"], "the old istiod went before the pipeline step finished"
     job_pod = read(env, "pods", PROFILES[0], label_selector="job-name=train")["items"][0]
