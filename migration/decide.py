@@ -20,7 +20,8 @@ from migration.args import (CanaryArgs, ControlPlaneArgs, DefaultTagArgs, Gatewa
 from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
-from migration.marks import adoptable, annotated, made_here, proven_by_serving_check, protected, purge_proof
+from migration.marks import (adoptable, annotated, installed_by_istioctl, made_here, proven_by_serving_check, protected,
+                             purge_proof)
 from migration.live_mesh import LiveMesh, object_id
 from migration.outputs import stack_outputs
 from migration.target import KubeTarget
@@ -283,8 +284,12 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         check_crds_not_downgraded(renders.versions, live.crds)
         steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
         _check_canary(cfg, live, topology.istiod_service)
-        plane = [_namespace(cfg.target_namespace), *(_recording(o, renders.versions) for o in
-                                                     render.control_plane(rendered)), steps.ca_secret]
+        # Not handed to Helm, the plane is istioctl's: labelled as its install labels it (Helm's are the release's).
+        version = renders.versions.migrated.version
+        installed = [o if releases else installed_by_istioctl(o, version, cfg.target_namespace, cfg.revision)
+                     for o in render.control_plane(rendered)]
+        plane = [_namespace(cfg.target_namespace), *(_recording(o, renders.versions) for o in installed),
+                 steps.ca_secret]
         # adoptable: a create cut off by a crash is re-applied on resume, over its own earlier field manager.
         # Handed to Helm, istiod's pods carry the label purge selects again: the chart renders it, and a pod
         # template that differed from the chart's would restart istiod at the first `helm upgrade`.

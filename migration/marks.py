@@ -58,6 +58,16 @@ def purge_proof(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**obj, "spec": spec}
 
 
+def installed_by_istioctl(obj: Mapping[str, Any], version: str, namespace: str, revision: str) -> dict[str, Any]:
+    """obj labelled as `istioctl install` labels each object of its control plane when it applies it (istio
+    operator/pkg/install, getOwnerLabels; `manifest generate`, which renders the plane here, leaves them out): so
+    that Istio's own tools see the plane as an install of version in namespace, and `istioctl uninstall --revision`,
+    which prunes by these labels, finds it once the stack has let go of it."""
+    return _with_metadata(obj, "labels", {"operator.istio.io/managed": "Reconcile", "operator.istio.io/version": version,
+                                          "install.operator.istio.io/owning-resource-namespace": namespace,
+                                          "istio.io/rev": revision, PURGE_SELECTOR_LABEL: "Pilot"})
+
+
 def proven_by_serving_check(obj: Mapping[str, Any]) -> dict[str, Any]:
     """obj, if it is a Service, without the kubernetes provider's wait for its endpoints: the serving check (istiod
     armed its validator through the apiserver, which reaches it through this Service) is the stronger proof and

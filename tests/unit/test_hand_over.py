@@ -112,3 +112,21 @@ def test_a_released_stack_tells_the_flags_its_plane_was_rendered_with():
     assert "istioctlFlags" not in decide(from_mapping({"topology": "migrated"}),
                                          recorded.renders(from_mapping({"topology": "migrated"})), moved(),
                                          TARGET).outputs
+
+
+def test_the_moved_plane_carries_the_labels_istioctl_install_gives_its_objects():
+    """`istioctl uninstall --revision kf-1-30` (the next owner retiring the moved plane) prunes what carries
+    istioctl install's owner labels; the plane rendered by `manifest generate` gets them here, on every object of
+    it (not the target namespace, not the copied CA). Handed to Helm, the objects are the releases' instead."""
+    cfg = from_mapping({"topology": "migrated", "handOver": "release"})
+    objects = decide(cfg, recorded.renders(cfg), moved(), TARGET).control_plane.objects
+    owner = {"operator.istio.io/managed": "Reconcile", "operator.istio.io/version": recorded.PINNED,
+             "install.operator.istio.io/owning-resource-namespace": "istio-system", "istio.io/rev": "kf-1-30",
+             "operator.istio.io/component": "Pilot"}
+    plane = [o for o in objects if o["kind"] not in ("Namespace", "Secret")]
+    assert len(plane) >= 15 and all(owner.items() <= o["metadata"]["labels"].items() for o in plane)
+    assert not any("operator.istio.io/managed" in (o["metadata"].get("labels") or {})
+                   for o in objects if o["kind"] in ("Namespace", "Secret"))
+    helm = from_mapping({"topology": "migrated", "handOver": "helm"})
+    assert not any("operator.istio.io/managed" in (o["metadata"].get("labels") or {})
+                   for o in decide(helm, recorded.renders(helm), moved(), TARGET).control_plane.objects)
