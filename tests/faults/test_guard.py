@@ -14,10 +14,15 @@ from demo.fixture import CHARM_INSTALL, proxy_image_of
 from demo.observe import read, snapshot
 from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
+from tests.next_owner import (NEXT, NEXT_ISTIOD, NEXT_REVISION, a_live_validator_judges_istio_writes,
+                               every_proxy_on_the_next_revision, next_istioctl, old_charm_purge_loses_nothing,
+                               restart_every_sidecar)
 from tests.support import (fingerprint, followed, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
                            one_injector_but_the_rename, one_injector_throughout, run, state_urns)
 
 DENIED = "kf-istio-migrate protects"
+ISTIOCTL_FLAGS = "istioctl-flags.json"
+"""Where the release keeps `pulumi stack output istioctlFlags` before the destroy, as docs/runbook.md step 9 says."""
 RENAMED = "istio-revision-tag-default"
 """The default injector's name once handed over: the default tag's in istio-system."""
 # attempt -> (argv, what the refusal says; None: the command reports per object, what remains is checked)
@@ -121,7 +126,9 @@ def test_release_then_destroy_leaves_every_object_as_it_is(migrated):
     pair, seconds = one_injector_but_the_rename(states, RENAMED, DEFAULT_INJECTOR)
     assert pair, "the rename went through no state with both names"
     print(f"the rename: {len(pair)} state(s) with both injectors, {seconds:.3f} s from the copy to the delete")
-    assert workspace.outputs("migrated")["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    outputs = workspace.outputs("migrated")
+    assert outputs["handOver"].startswith("released: `pulumi destroy` empties this stack")
+    (workspace.dir / ISTIOCTL_FLAGS).write_text(json.dumps(outputs["istioctlFlags"]))  # as the runbook keeps them
     workspace.pulumi("refresh", "--stack", "migrated", "--yes")
     workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes", "--diff")
     workspace.pulumi("destroy", "--stack", "migrated", "--yes")
@@ -207,3 +214,42 @@ def test_released_the_guard_still_refuses_the_charms(migrated, attempt):
     """After the release (the test above), every charm hook of the kubeflow model is refused as before the
     hand-over: the guard refuses their service accounts, whatever the next owner may delete."""
     test_denied(migrated, attempt)
+
+
+def on_the_next_revision(flags: list[str]) -> list[str]:
+    """The moved plane's istioctl flags with the next revision and the next version's image tag, as the runbook
+    tells the next owner to change them."""
+    changed = {"revision": NEXT_REVISION, "values.global.tag": NEXT}
+    return [f"{flag.split('=', 1)[0]}={changed[flag.split('=', 1)[0]]}" if flag.split("=", 1)[0] in changed
+            else flag for flag in flags]
+
+
+def test_istioctl_canary_upgrade_to_the_next_minor(migrated):
+    """After the release, Istio's "Canary upgrade" with istioctl as docs/runbook.md step 9 gives it: the next minor's
+    istioctl installs revision kf-1-31 with the flags the stack put out (its revision and tag changed), `istioctl
+    tag set default` moves the default injector and validator to it, every sidecar restarts and the gateway is
+    pointed at it, every proxy is listed by its istiod, and `istioctl uninstall --revision kf-1-30` removes the moved
+    plane (the guard refuses the old charms, not the owner). One injector per profile namespace in every state, CRD
+    UIDs and every CR kept, a new pod injected by the new revision, an invalid Istio CR refused and a valid one
+    accepted, the old charm's purge still refused. Runs last: the moved plane is gone afterwards."""
+    env, workspace, istioctl = migrated.env, migrated.workspace, next_istioctl()
+    flags = on_the_next_revision(json.loads((workspace.dir / ISTIOCTL_FLAGS).read_text()))
+    assert f"revision={NEXT_REVISION}" in flags, flags
+    before = snapshot(env)
+    with followed(workspace, PROFILES) as states:
+        run([istioctl, "x", "precheck"], env)
+        run([istioctl, "install", *flags, "-y"], env)
+        run([istioctl, "tag", "set", "default", "--revision", NEXT_REVISION, "--overwrite"], env)
+        restart_every_sidecar(env)
+        every_proxy_on_the_next_revision(env)
+        run([istioctl, "uninstall", "--revision", "kf-1-30", "-y"], env)
+    one_injector_throughout(states)
+    nothing_lost(env, before)
+    planes = read(env, "deployments", "istio-system", label_selector="app=istiod")["items"]
+    assert [d["metadata"]["name"] for d in planes] == [f"istiod-{NEXT_REVISION}"]
+    tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
+    assert [(t["metadata"]["name"], t["metadata"]["labels"]["istio.io/rev"]) for t in tagged] == \
+           [(RENAMED, NEXT_REVISION)]
+    new_pods_get(env, PROFILES[0], NEXT_ISTIOD)
+    a_live_validator_judges_istio_writes(env, PROFILES[0])
+    old_charm_purge_loses_nothing(env, PROFILES[1], NEXT_REVISION)
