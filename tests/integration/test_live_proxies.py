@@ -2,16 +2,14 @@
 proxysim: token, certificate by CSR, ADS over mTLS, from each pod's own spec), and the real istioctl's
 `proxy-status` lists them under the istiod they are connected to -- before, after the migration, after the way back.
 Along the way the new plane's xDS port is made unreachable: the in-use gate fails naming the proxies that cannot
-reach it and keeps the old plane. Certificates both planes issued complete an mTLS handshake, each side trusting only
-the root its own istiod handed it, with the self-signed CA and with a plugged-in `cacerts` CA."""
+reach it and keeps the old plane. The mesh's istiod was given a plugged-in CA (`cacerts`): the certificates both
+planes issued chain to it and complete an mTLS handshake, each side trusting only the root its own istiod handed it
+(with istiod's self-signed CA: tests/integration/test_migration.py)."""
 
 from __future__ import annotations
 
 import json
-import pathlib
-import socket
 import ssl
-import threading
 
 import pytest
 
@@ -20,11 +18,11 @@ from devcluster import proxy_events
 from live.verify import proxy_status
 from migration.proxies import runs_a_proxy
 from tests.faults.harness import cancel_dead_update, up_killed_at
-from tests.plugged_ca import different_root_leaf, plugged_ca_secret
+from tests.certificates import certificate_dirs, different_root_leaf, handshake, plugged_ca_secret
 from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, poll, purged, revision_of, roll_back_and_check,
                            run)
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
 
 
@@ -61,10 +59,13 @@ def remove_xds_port(env) -> dict:
 
 @pytest.fixture(scope="module")
 def moved():
-    """Legacy mesh; `pulumi up` killed right after the webhook switch; the xDS port removed; the resumed update
-    (must fail); the port back and the update finished; then the way back. Observations at each point."""
+    """Legacy mesh, its istiod given a plugged-in CA (`cacerts` in kubeflow before the install); `pulumi up` killed
+    right after the webhook switch; the xDS port removed; the resumed update (must fail); the port back and the update
+    finished; then the way back. Observations at each point."""
     with purged(fresh_workspace("lp")) as workspace:
         env = workspace.env
+        run(["kubectl", "create", "namespace", "kubeflow"], env)
+        run(["kubectl", "apply", "-f", "-"], env, input=json.dumps(plugged_ca_secret(workspace.cluster.dir / "ca")))
         fixture.build(env, SIZE)
         seen = {"before": all_listed_on(env, LEGACY_ISTIOD), "images_before": proxies_with_sidecars(env)}
         workspace.init("migrated")
@@ -82,6 +83,7 @@ def moved():
         seen["images_after"] = proxies_with_sidecars(env)
         seen["events_after"] = proxy_events.read(workspace.cluster.proxy_events)
         seen["certs"] = workspace.cluster.dir / "proxies"
+        seen["plugged_root"] = (workspace.cluster.dir / "ca" / "root-cert.pem").read_text().strip()
         roll_back_and_check(workspace, PROFILES)
         seen["back"] = all_listed_on(env, LEGACY_ISTIOD)
         seen["new_plane_back"] = run(["kubectl", "-n", "istio-system", "get", "deploy", "-l", "app=istiod", "-o",
@@ -133,54 +135,11 @@ def test_after_the_way_back_every_proxy_is_on_the_kubeflow_istiod_again(moved):
     assert moved["new_plane_back"] == ""
 
 
-def certificate_dirs(events, certs: pathlib.Path, plane: str) -> list[pathlib.Path]:
-    """The simulated proxies' certificate directories whose certificate the istiods of plane issued."""
-    return [certs / e["pod"].replace("/", "-") for e in events
-            if e["event"] == "certificate" and e["istiod"].startswith(f"{plane}/")]
-
-
-def handshake(server: pathlib.Path, client: pathlib.Path, client_root: pathlib.Path | None = None) -> str:
-    """An mTLS handshake between two proxies' certificates, each side trusting only the root its own istiod handed
-    it (ca-root.pem); returns the client identity the server saw. Raises ssl.SSLError when trust fails."""
-    def context(side: int, d: pathlib.Path, root: pathlib.Path) -> ssl.SSLContext:
-        ctx = ssl.SSLContext(side)
-        ctx.check_hostname = False  # Istio peers are SPIFFE URIs, checked below, not host names
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        ctx.load_cert_chain(d / "cert-chain.pem", d / "key.pem")
-        ctx.load_verify_locations(root)
-        return ctx
-
-    a, b = socket.socketpair()
-    serving = context(ssl.PROTOCOL_TLS_SERVER, server, server / "ca-root.pem").wrap_socket(
-        a, server_side=True, do_handshake_on_connect=False)  # the handshake runs in serve(), beside the client
-    seen: dict = {}
-
-    def serve():
-        try:
-            serving.do_handshake()
-            seen["peer"] = [v for k, v in serving.getpeercert().get("subjectAltName", ()) if k == "URI"][0]
-            serving.sendall(b"ok")
-        except (ssl.SSLError, OSError) as err:
-            seen["error"] = err
-        finally:
-            serving.close()
-
-    thread = threading.Thread(target=serve)
-    thread.start()
-    try:
-        with context(ssl.PROTOCOL_TLS_CLIENT, client, client_root or client / "ca-root.pem").wrap_socket(b) as c:
-            assert c.recv(2) == b"ok"
-    finally:
-        thread.join(10)
-    if "error" in seen:
-        raise seen["error"]
-    return seen["peer"]
-
-
-def test_old_and_new_sidecars_complete_an_mtls_handshake(moved):
+def test_old_and_new_certificates_chain_to_the_plugged_in_ca_and_handshake(moved):
     events, certs = moved["events_after"], moved["certs"]
     old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
     assert old and new
+    assert {(d / "ca-root.pem").read_text().strip() for d in old + new} == {moved["plugged_root"]}
     assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")
     assert handshake(new[-1], old[0]).startswith("spiffe://cluster.local/ns/")
 
@@ -190,27 +149,3 @@ def test_a_certificate_under_another_root_is_refused(moved, tmp_path):
     stranger = different_root_leaf(tmp_path, "spiffe://cluster.local/ns/kubeflow-user-000/sa/default")
     with pytest.raises(ssl.SSLError):
         handshake(certificate_dirs(events, certs, "kubeflow")[0], stranger)
-
-
-@pytest.fixture(scope="module")
-def plugged():
-    """A legacy mesh whose istiod was given a plugged-in CA (`cacerts` in kubeflow before the install), migrated."""
-    with purged(fresh_workspace("lpca")) as workspace:
-        env = workspace.env
-        run(["kubectl", "create", "namespace", "kubeflow"], env)
-        run(["kubectl", "apply", "-f", "-"], env, input=json.dumps(plugged_ca_secret(workspace.cluster.dir / "ca")))
-        fixture.build(env, fixture.FixtureSize(profiles=1, deployments=1, kubeflow_shape=False))
-        all_listed_on(env, LEGACY_ISTIOD)
-        workspace.init("migrated")
-        workspace.up("migrated")
-        all_listed_on(env, NEW_ISTIOD)
-        yield workspace.cluster
-
-
-def test_with_a_plugged_in_ca_old_and_new_certificates_chain_to_it_and_handshake(plugged):
-    events, certs = proxy_events.read(plugged.proxy_events), plugged.dir / "proxies"
-    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
-    assert old and new
-    root = (plugged.dir / "ca" / "root-cert.pem").read_text().strip()
-    assert {(d / "ca-root.pem").read_text().strip() for d in old + new} == {root}
-    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")

@@ -10,8 +10,7 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import time
+import ssl
 from datetime import datetime
 
 import pytest
@@ -20,13 +19,13 @@ import yaml
 from demo import charm_hooks, fixture, kubeflow
 from demo.migrate import migrate_and_verify
 from demo.observe import InjectorHistory, read, snapshot
-from devcluster import toolchain
+from devcluster import proxy_events, toolchain
 from devcluster.cluster import Cluster
-from devcluster.toolchain import pins
 from live import analyze
-from live.verify import proxy_status
-from migration.proxies import runs_a_proxy
 from migration.workloads import proxy_address
+from tests.certificates import certificate_dirs, different_root_leaf, handshake
+from tests.next_owner import (NEXT, NEXT_ISTIOD, NEXT_REVISION, a_live_validator_judges_istio_writes,
+                               every_proxy_on_the_next_revision, old_charm_purge_loses_nothing, restart_every_sidecar)
 from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, followed,
                            fresh_workspace, gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts,
                            new_pods_get, nothing_lost, one_injector_but_the_rename, one_injector_now,
@@ -45,15 +44,15 @@ CHECKS = ["CRD UIDs unchanged", "CRD specs byte-identical (same version)",
           "second `pulumi preview` shows no changes"]
 
 
-def migrated_mesh(workspace, build, shell_cluster: Cluster | None = None):
-    """The workspace's cluster given a legacy mesh made by build(workspace, SIZE), migrated by `pulumi up --stack
+def migrated_mesh(workspace, build, size: fixture.FixtureSize = SIZE, shell_cluster: Cluster | None = None):
+    """The workspace's cluster given a legacy mesh made by build(workspace, size), migrated by `pulumi up --stack
     migrated` (with the shell's KUBECONFIG on shell_cluster, if given) while the injector history is followed; returns
     (migration, what was on the cluster before: its pods and the Services in kubeflow)."""
-    build(workspace, SIZE)
+    build(workspace, size)
     shell = shell_on(workspace, shell_cluster) if shell_cluster else None
     before = {"pods": pods(workspace.env), "kubeflow services": {
         s["metadata"]["name"] for s in read(workspace.env, "services", "kubeflow")["items"]}}
-    return migrate_and_verify(workspace, PROFILES, shell), before
+    return migrate_and_verify(workspace, fixture.profile_namespaces(size), shell), before
 
 
 def pods(env: dict[str, str]) -> dict[str, dict]:
@@ -76,7 +75,8 @@ def other_cluster():
 def migration(other_cluster):
     """From the charm's own install (istioctl install with its flags), with the shell on cluster B."""
     with purged(fresh_workspace("mig")) as workspace:
-        result, before = migrated_mesh(workspace, lambda ws, size: fixture.build(ws.env, size), other_cluster[0])
+        result, before = migrated_mesh(workspace, lambda ws, size: fixture.build(ws.env, size),
+                                       shell_cluster=other_cluster[0])
         yield workspace, result, before
 
 
@@ -229,6 +229,21 @@ def test_teardown_waited_for_the_pods_no_workload_restarts(migration):
         "the old istiod went before the Job's pod finished"
 
 
+def test_old_and_new_sidecars_complete_an_mtls_handshake(migration, tmp_path):
+    """With istiod's self-signed CA (copied, not re-made): a certificate the old istiod issued and one the new istiod
+    issued complete an mTLS handshake both ways, each side trusting only the root its own istiod handed it; a leaf
+    under another root is refused. (With a plugged-in CA: tests/integration/test_live_proxies.py.)"""
+    cluster = migration[0].cluster
+    events, certs = proxy_events.read(cluster.proxy_events), cluster.dir / "proxies"
+    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
+    assert old and new
+    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")
+    assert handshake(new[-1], old[0]).startswith("spiffe://cluster.local/ns/")
+    stranger = different_root_leaf(tmp_path, f"spiffe://cluster.local/ns/{PROFILES[0]}/sa/default")
+    with pytest.raises(ssl.SSLError):
+        handshake(old[0], stranger)
+
+
 def test_the_ca_key_is_not_readable_from_the_state(migration):
     """The copied CA Secret's private key is in the state only encrypted with the cluster's generated passphrase."""
     workspace = migration[0]
@@ -248,39 +263,9 @@ def test_guard_denies_deleting_a_crd(migration):
     assert run(["kubectl", "get", "crd", "virtualservices.networking.istio.io"], env).returncode == 0
 
 
-def old_charm_purge(env: dict[str, str], revision: str = "kf-1-30") -> None:
-    """The istio-pilot charm's remove hook: `istioctl uninstall --purge -y` as the charm's service account (the
-    guard makes its deletes fail); istiod's pods, which carry the label it deletes pods by, come back."""
-    charm_hooks.pilot_uninstall(env)
-    run(["kubectl", "-n", "istio-system", "wait", f"deploy/istiod-{revision}", "--for=condition=Available",
-         "--timeout=60s"], env)
-
-
-def old_charm_purge_loses_nothing(env: dict[str, str], revision: str = "kf-1-30") -> None:
-    """old_charm_purge: no CRD or CR lost, every gateway object (the charm labels them as purge
-    selects) still there with its UID, and the LoadBalancer Service with its clusterIP and nodePorts; the gateway
-    serves again; new pods are injected from the new plane."""
-    before, gateway = snapshot(env), gateway_objects(env)
-    assert {"Deployment/istio-ingressgateway-workload", "Service/istio-ingressgateway-workload"} <= set(gateway)
-    old_charm_purge(env, revision)
-    nothing_lost(env, before)
-    after = gateway_objects(env)
-    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in gateway.items()}
-    service = "Service/istio-ingressgateway-workload"
-    assert after[service]["spec"]["clusterIP"] == gateway[service]["spec"]["clusterIP"]
-    assert [p.get("nodePort") for p in after[service]["spec"]["ports"]] == \
-           [p.get("nodePort") for p in gateway[service]["spec"]["ports"]]
-    run(["kubectl", "-n", "kubeflow", "rollout", "status", "deploy/istio-ingressgateway-workload",
-         "--timeout=120s"], env)
-    injected = run(["kubectl", "-n", PROFILES[0], "run", "after-purge", "--image=x",
-                    "-o", "jsonpath={.spec.containers[*].name}"], env)
-    run(["kubectl", "-n", PROFILES[0], "delete", "pod", "after-purge", "--wait=true"], env)
-    assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
-
-
 def test_old_charm_purge_loses_nothing(migration):
     """The old charm's remove hook after the migration, while the stack holds the mesh."""
-    old_charm_purge_loses_nothing(migration[0].env)
+    old_charm_purge_loses_nothing(migration[0].env, PROFILES[0])
 
 
 def test_the_old_planes_tag_service_is_gone(migration):
@@ -506,15 +491,6 @@ def test_a_later_helm_upgrade_with_a_changed_value_works(migration, handed_to_he
     assert (status["version"], status["info"]["status"]) == (2, "deployed")
 
 
-def virtual_service_write(env: dict[str, str], host: str) -> subprocess.CompletedProcess:
-    """A VirtualService routing to host, written as a server-side dry run: the validators are called, nothing is
-    stored (an empty host is invalid)."""
-    vs = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-          "metadata": {"name": "validated", "namespace": PROFILES[0]},
-          "spec": {"hosts": ["app"], "http": [{"route": [{"destination": {"host": host}}]}]}}
-    return run(["kubectl", "apply", "--dry-run=server", "-f", "-"], env, input=json.dumps(vs), check=False)
-
-
 def test_the_base_charts_default_revision_moves_the_default_validator_in_place(migration, handed_to_helm):
     """The last step of Istio's Helm canary upgrade, `helm upgrade istio-base --set defaultRevision=<revision>`,
     with a second revision installed beside the moved one (`helm install istiod-canary --set revision=canary`):
@@ -533,10 +509,7 @@ def test_the_base_charts_default_revision_moves_the_default_validator_in_place(m
             validator = read(env, "validatingwebhookconfigurations", name="istiod-default-validator")
             assert validator["metadata"]["uid"] == uid
             assert [h["clientConfig"]["service"]["name"] for h in validator["webhooks"]] == [f"istiod-{revision}"]
-            refused = virtual_service_write(env, "")
-            assert refused.returncode != 0 and "denied the request" in refused.stderr, (revision, refused.stderr)
-            accepted = virtual_service_write(env, "app")
-            assert accepted.returncode == 0, (revision, accepted.stderr)
+            a_live_validator_judges_istio_writes(env, PROFILES[0])
         helm_on(workspace, "uninstall", "istiod-canary", "--namespace", "istio-system", "--wait")
     one_injector_throughout(states)
     new_pods_get(env, PROFILES[0], NEW_ISTIOD)
@@ -545,7 +518,7 @@ def test_the_base_charts_default_revision_moves_the_default_validator_in_place(m
 def test_after_the_hand_over_the_old_charms_purge_is_still_refused(migration, handed_to_helm):
     """Handed over to Helm, the guard still refuses the old charm's remove hook (it acts as a service account of the
     kubeflow model), and nothing is lost."""
-    old_charm_purge_loses_nothing(migration[0].env)
+    old_charm_purge_loses_nothing(migration[0].env, PROFILES[0])
 
 
 def test_the_next_owner_deletes_the_plane_the_charm_may_not(migration, handed_to_helm):
@@ -587,46 +560,6 @@ def test_the_charts_tag_template_sets_the_default_tag_in_place(migration, handed
     new_pods_get(env, PROFILES[2], NEW_ISTIOD)
 
 
-NEXT = pins()["ISTIO_NEXT_VERSION"]
-NEXT_REVISION = "kf-1-31"
-NEXT_ISTIOD = f"istiod-{NEXT_REVISION}.istio-system.svc:15012"
-
-
-def restart_every_sidecar(env: dict[str, str]) -> None:
-    """What docs/runbook.md step 9 tells the next owner to restart: every Deployment, StatefulSet and DaemonSet of
-    each namespace that runs a sidecar, and the pods no rollout restarts (bare pods, a Job's) deleted; the charm's
-    gateway pointed at the new istiod."""
-    pods = [p for p in read(env, "pods")["items"] if runs_a_proxy(p)]
-    for ns in sorted({p["metadata"]["namespace"] for p in pods}):
-        for kind in ("deployments", "statefulsets", "daemonsets"):
-            if read(env, kind, ns)["items"]:
-                run(["kubectl", "-n", ns, "rollout", "restart", kind], env)
-    for pod in pods:
-        owners = {o["kind"] for o in pod["metadata"].get("ownerReferences") or []}
-        if not owners & {"ReplicaSet", "StatefulSet", "DaemonSet"}:
-            run(["kubectl", "-n", pod["metadata"]["namespace"], "delete", "pod", pod["metadata"]["name"],
-                 "--wait=false"], env)
-    run(["kubectl", "-n", "kubeflow", "set", "env", "deploy/istio-ingressgateway-workload", "-c", "istio-proxy",
-         f"CA_ADDR={NEXT_ISTIOD}", f"PROXY_CONFIG={json.dumps({'discoveryAddress': NEXT_ISTIOD})}"], env)
-
-
-def every_proxy_on(env: dict[str, str], address: str, timeout: float = 240) -> dict:
-    """proxy-status of the plane at address (its own version's istioctl) once it lists every running proxy, each
-    pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the ones not listed."""
-    deadline, missing = time.monotonic() + timeout, {}
-    while time.monotonic() < deadline:
-        pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): proxy_address(p)
-                for p in read(env, "pods")["items"] if runs_a_proxy(p)}
-        seen = {(p.namespace, p.pod): p for p in proxy_status(f"istioctl-{NEXT}", "istio-system", NEXT_REVISION,
-                                                              env["KUBECONFIG"], None)}
-        missing = {"elsewhere": sorted(f"{ns}/{pod}: {a}" for (ns, pod), a in pods.items() if a != address),
-                   "not listed": sorted(f"{ns}/{pod}" for ns, pod in set(pods) - set(seen))}
-        if not any(missing.values()):
-            return seen
-        time.sleep(1)
-    pytest.fail(f"after {timeout}s, not every proxy on {address}: {missing}")
-
-
 def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm):
     """After the hand-over to Helm, Istio's "Upgrade with Helm" canary to the next minor as docs/runbook.md step 9
     gives it: the base chart upgraded (the CRDs' new schemas), istiod-<rev> installed beside the moved plane, the
@@ -647,7 +580,7 @@ def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm)
                        f"revision={NEXT_REVISION}", "--namespace", "istio-system").stdout
         run(["kubectl", "apply", "-f", "-"], env, input=tags)
         restart_every_sidecar(env)
-        every_proxy_on(env, NEXT_ISTIOD)
+        every_proxy_on_the_next_revision(env)
         helm_on(workspace, "uninstall", HELM_RELEASES["istiod"], "--namespace", "istio-system", "--wait")
         helm_on(workspace, "upgrade", HELM_RELEASES["base"], str(charts / "base"), "--namespace", "istio-system",
                 "--values", "istio-values.yaml", "--set", f"defaultRevision={NEXT_REVISION}")
@@ -656,11 +589,8 @@ def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm)
     assert read(env, "deployments", "istio-system", label_selector="app=istiod")["items"][0]["metadata"]["name"] == \
         f"istiod-{NEXT_REVISION}"
     new_pods_get(env, PROFILES[0], NEXT_ISTIOD)
-    refused = virtual_service_write(env, "")
-    assert refused.returncode != 0 and "denied the request" in refused.stderr, refused.stderr
-    accepted = virtual_service_write(env, "app")
-    assert accepted.returncode == 0, accepted.stderr
-    old_charm_purge_loses_nothing(env, NEXT_REVISION)
+    a_live_validator_judges_istio_writes(env, PROFILES[0])
+    old_charm_purge_loses_nothing(env, PROFILES[0], NEXT_REVISION)
 
 
 def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to_helm):

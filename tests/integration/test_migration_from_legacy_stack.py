@@ -1,6 +1,7 @@
 """The same migration when the legacy mesh was made by this program's `legacy` stack instead of the charm; then the
 way back from the finished migration. The rows are computed when the fixture migrates, so the rollback (the one
-test that changes the cluster) cannot affect them whatever the order."""
+test that changes the cluster) cannot affect them whatever the order. A small mesh of Deployments: who made the
+control plane is what differs from tests/integration/test_migration.py, whose mesh has Kubeflow's shape."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import pytest
 
 from demo import fixture
 from demo.observe import read
-from tests.integration.test_migration import CHECKS, PROFILES, migrated_mesh, old_charm_purge
+from tests.integration.test_migration import CHECKS, migrated_mesh
+from tests.next_owner import old_charm_purge
 from tests.support import fresh_workspace, purged, roll_back_and_check
+
+
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
+PROFILES = fixture.profile_namespaces(SIZE)
 
 
 @pytest.fixture(scope="module")
 def migration():
     with purged(fresh_workspace("migstack")) as workspace:
-        result, _ = migrated_mesh(workspace, fixture.build_with_legacy_stack)
+        result, _ = migrated_mesh(workspace, fixture.build_with_legacy_stack, SIZE)
         yield workspace, {row: (observed, ok) for row, observed, ok in result.rows}
 
 

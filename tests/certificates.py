@@ -1,11 +1,15 @@
-"""Certificate authorities made for tests: a plugged-in Istio CA (`cacerts`: root, intermediate signing CA and its
-chain, Istio's plug-in format) and a leaf under a root no istiod knows."""
+"""Certificates in the tests: authorities made for them (a plugged-in Istio CA, `cacerts`: root, intermediate
+signing CA and its chain, Istio's plug-in format; a leaf under a root no istiod knows), and the simulated proxies'
+own (which plane issued each, and an mTLS handshake between two, each side trusting only its istiod's root)."""
 
 from __future__ import annotations
 
 import base64
 import datetime
 import pathlib
+import socket
+import ssl
+import threading
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -64,3 +68,47 @@ def different_root_leaf(directory: pathlib.Path, uri: str) -> pathlib.Path:
     (directory / "key.pem").write_bytes(_key_pem(key))
     (directory / "ca-root.pem").write_bytes(_pem(root))
     return directory
+
+
+def certificate_dirs(events, certs: pathlib.Path, plane: str) -> list[pathlib.Path]:
+    """The simulated proxies' certificate directories whose certificate the istiods of plane issued."""
+    return [certs / e["pod"].replace("/", "-") for e in events
+            if e["event"] == "certificate" and e["istiod"].startswith(f"{plane}/")]
+
+
+def handshake(server: pathlib.Path, client: pathlib.Path, client_root: pathlib.Path | None = None) -> str:
+    """An mTLS handshake between two proxies' certificates, each side trusting only the root its own istiod handed
+    it (ca-root.pem); returns the client identity the server saw. Raises ssl.SSLError when trust fails."""
+    def context(side: int, d: pathlib.Path, root: pathlib.Path) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(side)
+        ctx.check_hostname = False  # Istio peers are SPIFFE URIs, checked below, not host names
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_cert_chain(d / "cert-chain.pem", d / "key.pem")
+        ctx.load_verify_locations(root)
+        return ctx
+
+    a, b = socket.socketpair()
+    serving = context(ssl.PROTOCOL_TLS_SERVER, server, server / "ca-root.pem").wrap_socket(
+        a, server_side=True, do_handshake_on_connect=False)  # the handshake runs in serve(), beside the client
+    seen: dict = {}
+
+    def serve():
+        try:
+            serving.do_handshake()
+            seen["peer"] = [v for k, v in serving.getpeercert().get("subjectAltName", ()) if k == "URI"][0]
+            serving.sendall(b"ok")
+        except (ssl.SSLError, OSError) as err:
+            seen["error"] = err
+        finally:
+            serving.close()
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with context(ssl.PROTOCOL_TLS_CLIENT, client, client_root or client / "ca-root.pem").wrap_socket(b) as c:
+            assert c.recv(2) == b"ok"
+    finally:
+        thread.join(10)
+    if "error" in seen:
+        raise seen["error"]
+    return seen["peer"]
