@@ -27,7 +27,7 @@ from tests.support import (DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, every_si
 REJECT_CONFIG = "proxysim.kfistio.io/reject-config"
 """The proxy simulator's fault: a pod with this annotation NACKs every push, its value the error
 (tools/go/istio/proxysim/reject.go)."""
-SIZE = fixture.FixtureSize(profiles=5, deployments=2, kubeflow_shape=False, pod_stage_ms=300)
+SIZE = fixture.FixtureSize(profiles=4, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
 CANARY = PROFILES[1:3]
 

@@ -8,7 +8,7 @@ from demo import fixture
 from demo.observe import read, snapshot
 from tests.support import fresh_workspace, one_injector_throughout, purged, run, up_with_history
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False)
+SIZE = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False, pod_stage_ms=150)
 
 
 @pytest.fixture(scope="module")

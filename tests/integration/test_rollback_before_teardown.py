@@ -11,7 +11,7 @@ from demo import fixture
 from demo.observe import read
 from tests.support import DEFAULT_INJECTOR, fresh_workspace, purged, roll_back_and_check, run
 
-SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
 
 

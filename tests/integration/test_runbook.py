@@ -46,7 +46,8 @@ def test_runbook_end_to_end(tmp_path):
     cluster, env = workspace.cluster, dict(workspace.env, PYTHONPATH=str(REPO))
     try:
         env["BACKUP_DIR"] = str(tmp_path / "backup")
-        size = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False, gateway_charm="1.21")
+        size = fixture.FixtureSize(profiles=2, deployments=1, kubeflow_shape=False, pod_stage_ms=150,
+                                   gateway_charm="1.21")
         fixture.build(env, size)  # the older gateway charm: no istio-gateway-metrics
         model = charm_hooks.JujuModel(env, size.gateway_charm, fixture.proxy_image_of(env))
         before = snapshot(env)

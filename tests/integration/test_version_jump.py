@@ -24,7 +24,8 @@ from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_l
                            purged, roll_back_and_check, up_with_history)
 
 PINNED, NEXT = pins()["ISTIO_VERSION"], pins()["ISTIO_NEXT_VERSION"]
-SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False)  # Deployments only: no pipeline step to wait for
+# Deployments only: no pipeline step to wait for
+SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
 
 
