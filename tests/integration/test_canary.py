@@ -1,8 +1,8 @@
-"""The canary phase on the charm-shaped fixture with five profiles, in the order an operator lives it: a canary a
+"""The canary phase on the charm-shaped fixture with four profiles, in the order an operator lives it: a canary a
 controller undoes fails by name and is put back, and so does one whose proxy rejects its configuration; the same
-canary with the stock profile controller moves two
-profiles only (canaryOnly); the next `pulumi up` moves the rest without touching the canary again; the way back
-returns the canary namespaces to the default injection path. Kubeflow's
+canary with the stock profile controller moves two profiles only (canaryOnly); the next `pulumi up` moves the other
+two without touching the canary again; the way back returns the canary namespaces to the default injection path.
+Kubeflow's
 profile controller cannot run here: demo.profile_controller reconciles the profile namespaces as its code does
 (the upstream v1.10 controller of Charmed Kubeflow 1.10, and Charmed Kubeflow 2.0's fork that forces
 istio-injection=enabled). The tests share one cluster and run in file order, each starting where the last ended."""
