@@ -39,3 +39,12 @@ def test_an_import_of_the_resource_layer_is_caught():
     source = "def f():\n    from components.checks import TeardownArgs\nimport pulumi_kubernetes.core\n"
     assert imported_packages(source, "migration") == {"components", "pulumi_kubernetes"}
     assert imported_packages("from . import plan\n", "migration") == {"migration"}
+
+
+def test_the_suites_order_names_test_files_that_exist():
+    """tests/conftest.py's LONGEST_FIRST orders the cluster files; a renamed file would silently fall back to the
+    end of the order."""
+    from tests.conftest import LONGEST_FIRST
+    tests = MIGRATION_DIR.parent / "tests"
+    files = {path.name for path in tests.glob("*/test_*.py") if path.parent.name != "unit"}
+    assert set(LONGEST_FIRST) <= files, set(LONGEST_FIRST) - files
