@@ -231,7 +231,7 @@ def test_istioctl_canary_upgrade_to_the_next_minor(migrated):
     pointed at it, every proxy is listed by its istiod, and `istioctl uninstall --revision kf-1-30` removes the moved
     plane (the guard refuses the old charms, not the owner). One injector per profile namespace in every state, CRD
     UIDs and every CR kept, a new pod injected by the new revision, an invalid Istio CR refused and a valid one
-    accepted, the old charm's purge still refused. Runs last: the moved plane is gone afterwards."""
+    accepted, the old charm's purge and reinstall still refused. Runs last: the moved plane is gone afterwards."""
     env, workspace, istioctl = migrated.env, migrated.workspace, next_istioctl()
     flags = on_the_next_revision(json.loads((workspace.dir / ISTIOCTL_FLAGS).read_text()))
     assert f"revision={NEXT_REVISION}" in flags, flags
@@ -253,3 +253,7 @@ def test_istioctl_canary_upgrade_to_the_next_minor(migrated):
     new_pods_get(env, PROFILES[0], NEXT_ISTIOD)
     a_live_validator_judges_istio_writes(env, PROFILES[0])
     old_charm_purge_loses_nothing(env, PROFILES[1], NEXT_REVISION)
+    reinstall = charm_hooks.pilot_istioctl(env, CHARM_INSTALL)
+    assert reinstall.returncode != 0 and "kf-istio-migrate refuses an istiod in kubeflow" in reinstall.stderr + \
+        reinstall.stdout, (reinstall.stdout + reinstall.stderr)[-3000:]
+    assert not read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"]

@@ -593,6 +593,26 @@ def test_istios_helm_canary_upgrade_to_the_next_minor(migration, handed_to_helm)
     old_charm_purge_loses_nothing(env, PROFILES[0], NEXT_REVISION)
 
 
+def test_a_gitops_owner_puts_the_default_tag_in_the_istiod_release(migration, handed_to_helm):
+    """The GitOps way to hold the default tag: the istiod chart's `revisionTags: [default]` on the running revision's
+    release. The tag's injector already exists outside any release (the template applied above, as Istio's Helm
+    guide does), so Helm must be told to take it (`--take-ownership`) and the fields other managers applied
+    (`--force-conflicts`: Helm 4 applies server-side; kubectl's apply of the template and the stack wrote them),
+    docs/runbook.md step 9: the release then renders it under the same name and updates it in place, the same object
+    (UID), one injector per profile namespace in every state, new pods still injected by the revision it names."""
+    workspace, env = migration[0], migration[0].env
+    uid = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["metadata"]["uid"]
+    with followed(workspace, PROFILES) as states:
+        helm_on(workspace, "upgrade", f"istiod-{NEXT_REVISION}", str(istio_charts(NEXT) / "istiod"), "--namespace",
+                "istio-system", "--reuse-values", "--set", "revisionTags={default}", "--take-ownership",
+                "--force-conflicts", "--wait")
+    one_injector_throughout(states)
+    tagged = read(env, "mutatingwebhookconfigurations", label_selector="istio.io/tag=default")["items"]
+    assert [(t["metadata"]["name"], t["metadata"]["uid"]) for t in tagged] == [(DEFAULT_TAG_INJECTOR, uid)]
+    assert tagged[0]["metadata"]["annotations"]["meta.helm.sh/release-name"] == f"istiod-{NEXT_REVISION}"
+    new_pods_get(env, PROFILES[1], NEXT_ISTIOD)
+
+
 def test_helm_uninstall_of_the_base_release_keeps_every_crd(migration, handed_to_helm):
     """`helm uninstall` of the base release by the next owner succeeds (the guard refuses the kubeflow model's
     charms, not the owner), and the chart's keep policy keeps every CRD, so every CR; a CRD's deletion is still
