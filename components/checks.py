@@ -84,6 +84,14 @@ def admitted_script(target: KubeTarget, manifest: Mapping[str, Any], tries: int 
             f"[ $i = {tries} ] && {{ echo \"$out\" >&2; exit 1; }}; sleep 1; done")
 
 
+def refused_script(target: KubeTarget, ref: str, refusal: str, tries: int = 30) -> str:
+    """Retry a server-side dry-run delete of ref once a second until refused with refusal; print the last answer and
+    fail after tries."""
+    delete = f"{target.kubectl()} delete {shlex.quote(ref)} --dry-run=server"
+    return (f"for i in $(seq {tries}); do out=$({delete} 2>&1); case \"$out\" in *{shlex.quote(refusal)}*) break;; "
+            f"esac; [ $i = {tries} ] && {{ echo \"$out\" >&2; exit 1; }}; sleep 1; done")
+
+
 def teardown_script(target: KubeTarget, objects: Sequence[ObjectId],
                     admitted_after: Mapping[str, Any] | None = None) -> str:
     """One `kubectl delete` per run of consecutive objects in one namespace (cluster-scoped ones join any run), in

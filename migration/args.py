@@ -171,6 +171,10 @@ class TeardownArgs:
 class GuardArgs:
     policy: Mapping[str, Any]
     binding: Mapping[str, Any]
+    target: KubeTarget
+    refused_probe: str
+    """A guarded object (`kind/name`) whose server-side dry-run deletion the update retries until the guard refuses
+    it: the API server's admission loads a new policy and binding a moment after they are written."""
 
 
 @dataclasses.dataclass(frozen=True)

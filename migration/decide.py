@@ -336,8 +336,9 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
         steps=moving,
         # Not while canaryOnly holds the move before the switch: the guard refuses updates of the webhooks that
         # call the legacy istiod, which keeps their caBundle current while it still injects.
-        guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding)) if migrated and not cfg.canary_only
-        else None,
+        guard=GuardArgs(policy=adoptable(policy), binding=adoptable(binding), target=target,
+                        refused_probe=f"customresourcedefinition/{crds.crds[0]['metadata']['name']}")
+        if migrated and not cfg.canary_only else None,
         lift_guard=TeardownArgs(objects=guard.OBJECTS[:1], target=target,
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
         release=release,

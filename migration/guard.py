@@ -30,6 +30,8 @@ from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
 
 ALLOW_DELETE_ANNOTATION = "kfistio.io/allow-delete"
 POLICY = "kfistio-protect-istio"
+REFUSAL = "kf-istio-migrate protects"
+"""How the guard's refusal of a deletion begins."""
 OBJECTS = (("ValidatingAdmissionPolicyBinding", "", POLICY), ("ValidatingAdmissionPolicy", "", POLICY))
 """The guard's object ids, binding first: the order a rollback removes them in."""
 
@@ -108,7 +110,7 @@ def guard_objects(source: str, target: str, handed_over: bool = False) -> list[d
                   "validations": [{
                       "expression": (f"request.operation != 'DELETE' || !({_protected(source, handed_over)}) || "
                                      f"({_ALLOWED})"),
-                      "messageExpression": (f"'kf-istio-migrate protects ' + request.resource.resource + ' ' + "
+                      "messageExpression": (f"'{REFUSAL} ' + request.resource.resource + ' ' + "
                                             f"oldObject.metadata.name + ': {_why(source, handed_over)}; annotate it "
                                             f"{ALLOW_DELETE_ANNOTATION}=true first if you really mean it'"),
                       "reason": "Forbidden"}, *_no_old_plane(source, target)]}},

@@ -74,7 +74,8 @@ def test_exact_resource_set(stack):
 COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "kfistio:migration:ServingCheck",
                    "unmanaged-pods": "kfistio:migration:UnmanagedPods", "analyze-before": "kfistio:migration:MeshAnalysis",
                    "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown",
-                   "ingress-gateway-unlabel-pods-": "kfistio:kubeflow:IngressGateway"}
+                   "ingress-gateway-unlabel-pods-": "kfistio:kubeflow:IngressGateway",
+                   "guard-enforced": "kfistio:migration:Guard"}
 
 
 def test_every_resource_is_parented_to_its_component(stack):
