@@ -133,11 +133,32 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
         migrated = PlaneVersion(build_of(running).version, image_values(running)) if tagged else legacy
         return VersionPlan(legacy, migrated, image)
     if cfg.target_version is None or cfg.target_version == source.version:
-        return VersionPlan(legacy, legacy, image)
-    target = parse_version(cfg.target_version)
-    _check_development({"target": target}, cfg.allow_development_builds)
-    _check_jump(source, target)
-    return VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
+        plan = VersionPlan(legacy, legacy, image)
+    else:
+        target = parse_version(cfg.target_version)
+        _check_development({"target": target}, cfg.allow_development_builds)
+        _check_jump(source, target)
+        plan = VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
+    _check_not_changed_in_place(cfg, istiods, plan.migrated.version)
+    return plan
+
+
+def _check_not_changed_in_place(cfg: MigrationConfig, istiods: list[dict], version: str) -> None:
+    """Refuse rendering the moved plane at another version than its istiod already runs (the move under way or
+    done): the stack would replace istiod in place under the running sidecars and re-inject none of them. The
+    version of a moved plane changes by a revision-based upgrade beside it."""
+    name = f"istiod-{cfg.revision}"
+    moved = next((d for d in istiods if (d["metadata"]["namespace"], d["metadata"]["name"]) ==
+                  (cfg.target_namespace, name)), None)
+    running = build_of(istiod_image(moved)) if moved is not None else None
+    if running is None or running.minor is None or running.version == version:
+        return
+    raise PreflightRefused(
+        f"kf-istio-migrate:targetVersion: this stack would render {cfg.target_namespace}/{name} at Istio {version} "
+        f"(targetVersion, or the legacy version when it is unset), but it already runs {running.version}: changing "
+        f"the version of a moved plane would replace istiod in place under the running sidecars, none of them "
+        f"re-injected. Set kf-istio-migrate:targetVersion to {running.version}; to upgrade the moved mesh, use "
+        f"Istio's canary procedure after a hand-over (docs/runbook.md, \"Upgrading Istio later\")")
 
 
 CRD_VERSION_LABEL = "app.kubernetes.io/version"

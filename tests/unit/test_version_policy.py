@@ -66,11 +66,22 @@ def test_install_values_that_do_not_render_the_running_image_are_not_trusted():
 
 def test_after_the_teardown_the_recorded_values_render_the_legacy_plane():
     values = {"global.hub": "docker.io/istio", "global.tag": "1.24.3", "global.proxy.image": "proxyv2"}
-    recorded_on = istiod("istio-system", "docker.io/istio/pilot:1.24.3", name="istiod-kf-1-30", annotations={
-        RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3", RECORD_VALUES_ANNOTATION: json.dumps(values)})
-    assert dict(plan_versions(cfg(), [recorded_on], no_istioctl).legacy.values) == values
-    assert dict(plan_versions(cfg(targetVersion="1.25.0"), [recorded_on], no_istioctl).migrated.values) == \
+    record = {RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3", RECORD_VALUES_ANNOTATION: json.dumps(values)}
+    moved = istiod("istio-system", "docker.io/istio/pilot:1.24.3", name="istiod-kf-1-30", annotations=record)
+    assert dict(plan_versions(cfg(), [moved], no_istioctl).legacy.values) == values
+    jumped = istiod("istio-system", "docker.io/istio/pilot:1.25.0", name="istiod-kf-1-30", annotations=record)
+    assert dict(plan_versions(cfg(targetVersion="1.25.0"), [jumped], no_istioctl).migrated.values) == \
         {**values, "global.tag": "1.25.0"}
+
+
+@pytest.mark.parametrize("running, target", [("1.24.3", "1.25.0"), ("1.25.0", None), ("1.25.0", "1.26.1")])
+def test_the_moved_planes_version_is_not_changed_in_place(running, target):
+    """Once the moved plane's istiod runs (the move under way or done), another version would replace it in place
+    under the running sidecars: refused before anything is declared, naming the version it runs."""
+    moved = istiod("istio-system", f"docker.io/istio/pilot:{running}", name="istiod-kf-1-30",
+                   annotations={RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3"})
+    with pytest.raises(PreflightRefused, match=f"already runs {running}: changing the version of a moved plane"):
+        plan_versions(cfg(**({"targetVersion": target} if target else {})), [moved], no_istioctl)
 
 
 @pytest.mark.parametrize("target", ["1.24.5", "1.25.0", "1.26.2", "1.26.0-rc.1"])
@@ -116,7 +127,8 @@ def test_the_way_back_returns_to_the_recorded_version_and_removes_the_plane_as_i
     assert plan.legacy == PlaneVersion("1.24.3", image_values("docker.io/istio/pilot:1.24.3"))
     assert plan.migrated == PlaneVersion("1.25.1", (("global.hub", "docker.io/istio"),
                                                     ("global.tag", "1.25.1-distroless")))
-    assert plan_versions(cfg(), [recorded_on], no_istioctl).legacy == plan.legacy, "the record outlives the teardown"
+    assert plan_versions(cfg(targetVersion="1.25.1"), [recorded_on], no_istioctl).legacy == plan.legacy, \
+        "the record outlives the teardown"
 
 
 def test_a_fresh_cluster_renders_what_the_config_or_the_operators_istioctl_says():
