@@ -16,9 +16,9 @@ remove`), but not by a service account of the source namespace, which is who a J
 an application's service account after the application, in the model's namespace); nor may those accounts delete
 any object of an Istio install outside the source namespace, so a revision the next owner installs is kept from
 them too. What no documented upgrade or revision removal deletes stays refused whoever asks: an Istio CRD (its CRs
-are user config), the target namespace and the root of trust's Secret. The admission API shows a policy the requester, the operation and the object, nothing
-of the cluster's other objects, so the requester is what tells the charm from the next owner. Pure; components.guard
-declares them.
+are user config), the target namespace and the root of trust's Secret. The admission API shows a policy the
+requester, the operation and the object, nothing of the cluster's other objects, so the requester is what tells the
+charm from the next owner. Pure; components.guard declares them.
 """
 
 from __future__ import annotations

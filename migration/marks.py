@@ -63,7 +63,8 @@ def installed_by_istioctl(obj: Mapping[str, Any], version: str, namespace: str, 
     operator/pkg/install, getOwnerLabels; `manifest generate`, which renders the plane here, leaves them out): so
     that Istio's own tools see the plane as an install of version in namespace, and `istioctl uninstall --revision`,
     which prunes by these labels, finds it once the stack has let go of it."""
-    return _with_metadata(obj, "labels", {"operator.istio.io/managed": "Reconcile", "operator.istio.io/version": version,
+    return _with_metadata(obj, "labels", {"operator.istio.io/managed": "Reconcile",
+                                          "operator.istio.io/version": version,
                                           "install.operator.istio.io/owning-resource-namespace": namespace,
                                           "istio.io/rev": revision, PURGE_SELECTOR_LABEL: "Pilot"})
 
