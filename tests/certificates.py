@@ -112,3 +112,13 @@ def handshake(server: pathlib.Path, client: pathlib.Path, client_root: pathlib.P
     if "error" in seen:
         raise seen["error"]
     return seen["peer"]
+
+
+def old_and_new_shake_hands(events, certs: pathlib.Path) -> tuple[list[pathlib.Path], list[pathlib.Path]]:
+    """The certificate directories the old plane (kubeflow) and the new one (istio-system) issued, once a certificate
+    of each has completed an mTLS handshake with the other both ways."""
+    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
+    assert old and new
+    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")
+    assert handshake(new[-1], old[0]).startswith("spiffe://cluster.local/ns/")
+    return old, new

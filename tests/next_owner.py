@@ -11,6 +11,7 @@ import time
 import pytest
 
 from demo import charm_hooks
+from demo.fixture import CHARM_INSTALL
 from demo.observe import read, snapshot
 from devcluster import toolchain
 from live.verify import proxy_status
@@ -50,11 +51,11 @@ def restart_every_sidecar(env: dict[str, str], istiod: str = NEXT_ISTIOD) -> Non
 def every_proxy_on_the_next_revision(env: dict[str, str], timeout: float = 240) -> dict:
     """proxy-status of the next revision's plane (its own version's istioctl) once it lists every running proxy, each
     pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the ones not listed."""
-    deadline, missing = time.monotonic() + timeout, {}
+    istioctl, deadline, missing = next_istioctl(), time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): proxy_address(p)
                 for p in read(env, "pods")["items"] if runs_a_proxy(p)}
-        seen = {(p.namespace, p.pod): p for p in proxy_status(next_istioctl(), "istio-system", NEXT_REVISION,
+        seen = {(p.namespace, p.pod): p for p in proxy_status(istioctl, "istio-system", NEXT_REVISION,
                                                               env["KUBECONFIG"], None)}
         missing = {"elsewhere": sorted(f"{ns}/{pod}: {a}" for (ns, pod), a in pods.items() if a != NEXT_ISTIOD),
                    "not listed": sorted(f"{ns}/{pod}" for ns, pod in set(pods) - set(seen))}
@@ -109,3 +110,13 @@ def old_charm_purge_loses_nothing(env: dict[str, str], namespace: str, revision:
                     "-o", "jsonpath={.spec.containers[*].name}"], env)
     run(["kubectl", "-n", namespace, "delete", "pod", "after-purge", "--wait=true"], env)
     assert "istio-proxy" in injected.stdout, "the default injector still works after the purge attempt"
+
+
+def old_charm_reinstall_is_refused(env: dict[str, str]) -> None:
+    """The istio-pilot charm's install/upgrade path (`istioctl install` with its flags as its account, what `juju
+    refresh` runs as `istioctl upgrade`): refused by the guard, naming the migration, and no istiod in kubeflow."""
+    reinstall = charm_hooks.pilot_istioctl(env, CHARM_INSTALL)
+    output = reinstall.stdout + reinstall.stderr
+    assert reinstall.returncode != 0, output[-3000:]
+    assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
+    assert read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"] == []

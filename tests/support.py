@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+import yaml
 
 from demo.observe import InjectorHistory, read, snapshot
 from devcluster import toolchain
@@ -62,6 +63,20 @@ def istio_charts(version: str | None = None):
         return toolchain.share_file("charts")
     toolchain.ensure("istio-next")
     return toolchain.share_file(f"charts-{version}")
+
+
+def config_file_with(workspace: Workspace, stack: str, overrides: dict[str, Any], name: str):
+    """A copy of stack's config file with overrides (a key without `:` is kf-istio-migrate's; None drops the key),
+    written beside the cluster as Pulumi.<stack>.<name>.yaml, for `pulumi ... --config-file`."""
+    config = yaml.safe_load((workspace.dir / f"Pulumi.{stack}.yaml").read_text())
+    for key, value in overrides.items():
+        key = key if ":" in key else f"kf-istio-migrate:{key}"
+        config["config"].pop(key, None)
+        if value is not None:
+            config["config"][key] = value
+    path = workspace.cluster.dir / f"Pulumi.{stack}.{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def state_urns(workspace: Workspace, stack: str) -> list[str]:

@@ -10,13 +10,12 @@ import base64
 import json
 
 import pytest
-import yaml
 
 from demo import fixture
 from demo.observe import read
 from devcluster import toolchain
 from tests.faults.harness import DEFAULT_INJECTOR
-from tests.support import fingerprint, fresh_workspace, opt_in_injector, purged, run
+from tests.support import config_file_with, fingerprint, fresh_workspace, opt_in_injector, purged, run
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=1, pod_stage_ms=150)  # with the Kubeflow shape
 PROFILES = fixture.profile_namespaces(SIZE)
@@ -101,14 +100,7 @@ def test_refused_before_any_mutation(mesh, case, overrides, setup, message):
     if overrides.get("istioctl") == NEXT_MINOR_ISTIOCTL:
         toolchain.ensure("istio-next")  # built on first use
     workspace, env = mesh, mesh.env
-    config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
-    for key, value in overrides.items():
-        key = key if ":" in key else f"kf-istio-migrate:{key}"
-        config["config"].pop(key, None)
-        if value is not None:
-            config["config"][key] = value
-    config_file = workspace.cluster.dir / f"Pulumi.migrated.{case.replace(' ', '-')}.yaml"
-    config_file.write_text(yaml.safe_dump(config))
+    config_file = config_file_with(workspace, "migrated", overrides, case.replace(" ", "-"))
     undo = []
     if setup:
         change = setup(env)

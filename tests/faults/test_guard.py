@@ -8,7 +8,6 @@ import json
 import shlex
 
 import pytest
-import yaml
 
 from demo import charm_hooks
 from demo.fixture import CHARM_INSTALL, proxy_image_of
@@ -17,9 +16,9 @@ from migration import guard
 from tests.faults.harness import DEFAULT_INJECTOR, NEW, PROFILES, legacy_mesh
 from tests.next_owner import (NEXT, NEXT_ISTIOD, NEXT_REVISION, a_live_validator_judges_istio_writes,
                                every_proxy_on_the_next_revision, next_istioctl, old_charm_purge_loses_nothing,
-                               restart_every_sidecar)
-from tests.support import (fingerprint, followed, gateway_istiod, gateway_objects, new_pods_get, nothing_lost,
-                           one_injector_but_the_rename, one_injector_throughout, run, state_urns)
+                               old_charm_reinstall_is_refused, restart_every_sidecar)
+from tests.support import (config_file_with, fingerprint, followed, gateway_istiod, gateway_objects, new_pods_get,
+                           nothing_lost, one_injector_but_the_rename, one_injector_throughout, run, state_urns)
 
 DENIED = "kf-istio-migrate protects"
 ISTIOCTL_FLAGS = "istioctl-flags.json"
@@ -118,10 +117,7 @@ def test_a_version_change_of_the_moved_plane_is_refused_before_any_change(migrat
     after a hand-over is the way, tested below)."""
     env, workspace = migrated.env, migrated.workspace
     next_istioctl()
-    config = yaml.safe_load((workspace.dir / "Pulumi.migrated.yaml").read_text())
-    config["config"]["kf-istio-migrate:targetVersion"] = NEXT
-    config_file = workspace.cluster.dir / "Pulumi.migrated.next-minor.yaml"
-    config_file.write_text(yaml.safe_dump(config))
+    config_file = config_file_with(workspace, "migrated", {"targetVersion": NEXT}, "next-minor")
     before = fingerprint(env, *PROFILES)
     refused = workspace.pulumi("up", "--stack", "migrated", "--config-file", str(config_file), "--yes",
                                "--skip-preview", check=False)
@@ -241,8 +237,7 @@ def on_the_next_revision(flags: list[str]) -> list[str]:
     """The moved plane's istioctl flags with the next revision and the next version's image tag, as the runbook
     tells the next owner to change them."""
     changed = {"revision": NEXT_REVISION, "values.global.tag": NEXT}
-    return [f"{flag.split('=', 1)[0]}={changed[flag.split('=', 1)[0]]}" if flag.split("=", 1)[0] in changed
-            else flag for flag in flags]
+    return [f"{key}={changed[key]}" if (key := flag.split("=", 1)[0]) in changed else flag for flag in flags]
 
 
 def test_istioctl_canary_upgrade_to_the_next_minor(migrated):
@@ -277,7 +272,4 @@ def test_istioctl_canary_upgrade_to_the_next_minor(migrated):
     new_pods_get(env, PROFILES[0], NEXT_ISTIOD)
     a_live_validator_judges_istio_writes(env, PROFILES[0])
     old_charm_purge_loses_nothing(env, PROFILES[1], NEXT_REVISION)
-    reinstall = charm_hooks.pilot_istioctl(env, CHARM_INSTALL)
-    assert reinstall.returncode != 0 and "kf-istio-migrate refuses an istiod in kubeflow" in reinstall.stderr + \
-        reinstall.stdout, (reinstall.stdout + reinstall.stderr)[-3000:]
-    assert not read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"]
+    old_charm_reinstall_is_refused(env)

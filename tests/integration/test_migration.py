@@ -23,9 +23,10 @@ from devcluster import proxy_events, toolchain
 from devcluster.cluster import Cluster
 from live import analyze
 from migration.workloads import proxy_address
-from tests.certificates import certificate_dirs, different_root_leaf, handshake
+from tests.certificates import different_root_leaf, handshake, old_and_new_shake_hands
 from tests.next_owner import (NEXT, NEXT_ISTIOD, NEXT_REVISION, a_live_validator_judges_istio_writes,
-                               every_proxy_on_the_next_revision, old_charm_purge_loses_nothing, restart_every_sidecar)
+                               every_proxy_on_the_next_revision, old_charm_purge_loses_nothing,
+                               old_charm_reinstall_is_refused, restart_every_sidecar)
 from tests.support import (DEFAULT_INJECTOR, DEFAULT_TAG_INJECTOR, NEW_ISTIOD, fingerprint, followed,
                            fresh_workspace, gateway_istiod, gateway_objects, helm, ingress_objects, istio_charts,
                            new_pods_get, nothing_lost, one_injector_but_the_rename, one_injector_now,
@@ -234,11 +235,7 @@ def test_old_and_new_sidecars_complete_an_mtls_handshake(migration, tmp_path):
     issued complete an mTLS handshake both ways, each side trusting only the root its own istiod handed it; a leaf
     under another root is refused. (With a plugged-in CA: tests/integration/test_live_proxies.py.)"""
     cluster = migration[0].cluster
-    events, certs = proxy_events.read(cluster.proxy_events), cluster.dir / "proxies"
-    old, new = certificate_dirs(events, certs, "kubeflow"), certificate_dirs(events, certs, "istio-system")
-    assert old and new
-    assert handshake(old[0], new[-1]).startswith("spiffe://cluster.local/ns/")
-    assert handshake(new[-1], old[0]).startswith("spiffe://cluster.local/ns/")
+    old, _ = old_and_new_shake_hands(proxy_events.read(cluster.proxy_events), cluster.dir / "proxies")
     stranger = different_root_leaf(tmp_path, f"spiffe://cluster.local/ns/{PROFILES[0]}/sa/default")
     with pytest.raises(ssl.SSLError):
         handshake(old[0], stranger)
@@ -635,11 +632,7 @@ def test_old_charm_reinstall_is_refused(migration):
     upgrade above moved to. Runs last: it leaves what istioctl could create (ConfigMaps, roles) in
     kubeflow."""
     env = migration[0].env
-    reinstall = charm_hooks.pilot_istioctl(env, fixture.CHARM_INSTALL)
-    output = reinstall.stdout + reinstall.stderr
-    assert reinstall.returncode != 0, output[-3000:]
-    assert "kf-istio-migrate refuses an istiod in kubeflow" in output, output[-3000:]
-    assert read(env, "deployments", "kubeflow", label_selector="app=istiod")["items"] == []
+    old_charm_reinstall_is_refused(env)
     hooks = read(env, "mutatingwebhookconfigurations", name=DEFAULT_TAG_INJECTOR)["webhooks"]
     assert {h["clientConfig"]["service"]["namespace"] for h in hooks} == {"istio-system"}
     assert not [w["metadata"]["name"] for w in read(env, "mutatingwebhookconfigurations")["items"]
