@@ -45,6 +45,10 @@ _KEPT_FROM_ANYONE = (f"request.resource.resource == 'namespaces' || (request.res
 namespace and the root of trust's Secrets (migration.live_mesh.CA_SECRET_NAMES: losing one mints a new root)."""
 _ALLOWED = (f"has(oldObject.metadata.annotations) && '{ALLOW_DELETE_ANNOTATION}' in oldObject.metadata.annotations && "
             f"oldObject.metadata.annotations['{ALLOW_DELETE_ANNOTATION}'] == 'true'")
+_DERIVED = "request.resource.resource in ['endpoints', 'endpointslices']"
+"""Never refused: a Service's endpoints, which carry its labels (the endpoint controllers copy them) and which the
+garbage collector and those controllers delete with it (a refused one holds a foreground deletion of the Service
+forever)."""
 
 
 def _no_old_plane(source: str, target: str) -> list[dict[str, str]]:
@@ -108,8 +112,8 @@ def guard_objects(source: str, target: str, handed_over: bool = False) -> list[d
                        "operations": ["CREATE", "UPDATE"],
                        "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]}]},
                   "validations": [{
-                      "expression": (f"request.operation != 'DELETE' || !({_protected(source, handed_over)}) || "
-                                     f"({_ALLOWED})"),
+                      "expression": (f"request.operation != 'DELETE' || {_DERIVED} || "
+                                     f"!({_protected(source, handed_over)}) || ({_ALLOWED})"),
                       "messageExpression": (f"'{REFUSAL} ' + request.resource.resource + ' ' + "
                                             f"oldObject.metadata.name + ': {_why(source, handed_over)}; annotate it "
                                             f"{ALLOW_DELETE_ANNOTATION}=true first if you really mean it'"),
