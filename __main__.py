@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.canary import Canary, CanaryPutBack
-from components.checks import MeshAnalysis, ServingCheck, Teardown, Verification
+from components.checks import MeshAnalysis, RetiredRevision, ServingCheck, Teardown, Verification
 from components.control_plane import IstioControlPlane
 from components.crds import IstioCrds
 from components.gateway import IngressGateway
@@ -124,6 +124,10 @@ def declare(d: Decisions) -> None:
         verified = Verification("verify-sidecars", d.steps.verification, analysis,
                                 on_cluster(rollouts, unmanaged, gateway))
         teardown = Teardown(d.steps.teardown_name, d.steps.teardown, on_cluster(verified, crds))
+        if d.retired:
+            # After an upgrade of the moved plane: the guard lets the replaced revision's objects go, and the engine
+            # deletes them at the end of the update (this program no longer declares them).
+            RetiredRevision("retired-revision", d.retired, on_cluster(verified))
     guard = None
     if d.guard:
         # Phase 7: refuse deletion of the CRDs and the new plane (e.g. by the old charm's `istioctl uninstall --purge`).

@@ -13,7 +13,7 @@ from components import PACKAGE, REPO
 from components.commands import step
 from components.objects import child_options
 from live import cli
-from migration.args import ServingCheckArgs, TeardownArgs, VerificationArgs
+from migration.args import RetiredRevisionArgs, ServingCheckArgs, TeardownArgs, VerificationArgs
 from migration.live_mesh import ObjectId
 from migration.proxies import namespace_of
 from migration.target import KubeTarget
@@ -117,3 +117,19 @@ class Teardown(pulumi.ComponentResource):
         self.command = step(name, teardown_script(args.target, args.objects, args.admitted_after),
                             [f"{k}/{ns}/{n}" for k, ns, n in args.objects], args.target, child_options(self, opts))
         self.register_outputs({"removed": len(args.objects)})
+
+
+
+class RetiredRevision(pulumi.ComponentResource):
+    """Once no sidecar uses the revision the upgrade replaced (after the in-use gate), its objects are annotated
+    for the guard to let them go (live.retire, which first fails while another webhook still calls its istiod); the
+    engine then deletes them at the end of the update, since the stack no longer declares them (`pulumi preview`
+    lists them as deletes). Its inputs name the retired revision and its
+    istiod's UID only, as the new istiod records them, so later runs declare the same step."""
+
+    def __init__(self, name: str, args: RetiredRevisionArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PACKAGE}:migration:RetiredRevision", name, None, opts)
+        script = cli.Retire.on(args.target, revision=args.revision, namespace=args.namespace).command_line()
+        self.command = step(name, script, [args.revision, args.istiod_uid], args.target, child_options(self, opts),
+                            directory=str(REPO))
+        self.register_outputs({"revision": args.revision})

@@ -24,6 +24,10 @@ PHASES: tuple[tuple[str, ...], ...] = (
 )
 
 
+SHARED_BY_REVISIONS = ("Namespace", "Secret")
+"""What every revision of a plane shares: the namespace and the root of trust's Secret (ControlPlaneArgs.protect)."""
+
+
 def phase_of(obj: Mapping[str, Any]) -> int:
     for index, kinds in enumerate(PHASES):
         if obj["kind"] in kinds:
@@ -57,5 +61,6 @@ class IstioControlPlane(pulumi.ComponentResource):
         if obj["kind"] == "Secret":  # the CA's private key: encrypted in the state
             obj = dict(obj, data=pulumi.Output.secret(obj["data"]))
         return declare(name, obj, child_options(
-            self, opts, depends_on=previous, import_=object_id(obj) if adopt else None, protect=args.protect,
+            self, opts, depends_on=previous, import_=object_id(obj) if adopt else None,
+            protect=args.protect and obj["kind"] in SHARED_BY_REVISIONS,
             ignore_changes=fields_owned_elsewhere(obj) or None))

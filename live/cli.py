@@ -145,6 +145,13 @@ class Disown(Command):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Retire(Command):
+    module: ClassVar[str] = "retire"
+    revision: str = arg("the retired revision")
+    namespace: str = arg("its control plane's namespace")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Evict(Command):
     module: ClassVar[str] = "evict"
     leaving: str = arg()

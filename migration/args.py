@@ -42,7 +42,10 @@ class ControlPlaneArgs:
     adopt: frozenset[ObjectId] = frozenset()
     """Objects already on the cluster: imported (and taken over), not created."""
     protect: bool = False
-    """Pulumi `protect` on every object: this stack refuses to delete or replace them (the migrated plane)."""
+    """Pulumi `protect` on what every revision of the plane shares (its namespace, the root of trust's Secret): the
+    stack refuses to delete or replace them, and `pulumi destroy` fails before deleting anything (the migrated
+    plane). A revision's own objects stay unprotected, so that the stack's upgrade deletes them once it declares a
+    new revision (the guard refuses anyone else)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +168,20 @@ class TeardownArgs:
     target: KubeTarget
     admitted_after: Mapping[str, Any] | None = None
     """An object the API server must admit (a server-side dry run: nothing is created) before the step ends."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RetiredRevisionArgs:
+    """After the migrated stack's upgrade: the revision it replaced, whose plane objects the engine deletes at the end
+    of the update (no longer declared) once the guard lets them go."""
+
+    revision: str
+    namespace: str
+    """Its control plane's namespace (the target namespace)."""
+    istiod_uid: str
+    """Which instance of the revision (its istiod's UID): the step runs again for each retirement, also of a revision
+    name that comes back (an upgrade, its way back cut off before this step, then forward again)."""
+    target: KubeTarget
 
 
 @dataclasses.dataclass(frozen=True)

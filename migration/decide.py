@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 from migration import guard, helm, istioctls, plan, render, versions
 from migration.args import (CanaryArgs, ControlPlaneArgs, DefaultTagArgs, GatewayArgs, GuardArgs, HelmHandOverArgs,
-                            IstioCrdsArgs, MigrationSteps, PutBackArgs, ReleaseArgs, RolloutsArgs, ServingCheckArgs,
-                            TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
+                            IstioCrdsArgs, MigrationSteps, PutBackArgs, ReleaseArgs, RetiredRevisionArgs, RolloutsArgs,
+                            ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
 from migration.canary import injection_labels, on_default_path, on_revision
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
@@ -25,7 +25,7 @@ from migration.marks import (adoptable, annotated, installed_by_istioctl, made_h
 from migration.live_mesh import LiveMesh, object_id
 from migration.outputs import stack_outputs
 from migration.target import KubeTarget
-from migration.version_policy import VersionPlan, check_crds_not_downgraded
+from migration.version_policy import VersionPlan, check_crds_not_downgraded, newer
 from migration.workloads import Moves, moves
 
 
@@ -48,6 +48,8 @@ class Decisions:
     """handOver=helm: the charts' objects, applied as their releases render them, then disowned."""
     default_tag: DefaultTagArgs | None
     """handOver=release or helm: the default injector takes the default tag's name in the target namespace."""
+    retired: RetiredRevisionArgs | None
+    """The migrated stack upgraded the moved plane: the revision it replaced, let go of once no sidecar uses it."""
     outputs: dict[str, Any]
     """What the stack exports (migration.outputs.stack_outputs)."""
 
@@ -83,33 +85,49 @@ def with_live_metadata(crd: Mapping[str, Any], live: Mapping[str, Any] | None) -
     return merged
 
 
-def as_live_if_unchanged(crd: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any] | None:
-    """crd declared exactly as it stands on the cluster (spec fields the API server defaulted, such as
-    `conversion`, taken from live) when rendering changes nothing on it; else None. Imported as it stands, it needs
-    no update step: the engine carries it without a server-side apply or a second checkpoint."""
+def as_live(crd: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """crd declared as it stands on the cluster, whatever the rendering says of its spec."""
+    return with_live_metadata({**crd, "spec": copy.deepcopy(live["spec"])}, live)
+
+
+def with_live_defaults(crd: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """crd with the live labels and annotations merged in, and the spec fields the API server defaulted (such as
+    `conversion`) taken from live: declared so once its schema changes, it is declared the same on the runs after,
+    when it stands as rendered."""
     merged = with_live_metadata(crd, live)
     live_spec = live.get("spec") or {}
-    spec = {**{k: v for k, v in live_spec.items() if k not in crd["spec"]}, **crd["spec"]}
+    return {**merged, "spec": {**{k: copy.deepcopy(v) for k, v in live_spec.items() if k not in crd["spec"]},
+                               **merged["spec"]}}
+
+
+def as_live_if_unchanged(crd: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any] | None:
+    """crd declared exactly as it stands on the cluster (with_live_defaults) when rendering changes nothing on it;
+    else None. Imported as it stands, it needs no update step: the engine carries it without a server-side apply or
+    a second checkpoint."""
+    merged = with_live_defaults(crd, live)
     meta = merged["metadata"]
-    if spec != live_spec or any((meta.get(f) or {}) != (live.get(f) or {}) for f in ("labels", "annotations")):
+    if merged["spec"] != (live.get("spec") or {}) or \
+            any((meta.get(f) or {}) != (live.get(f) or {}) for f in ("labels", "annotations")):
         return None
-    return {**merged, "spec": copy.deepcopy(spec)}
+    return merged
 
 
-def _crds(rendered: list[dict[str, Any]], live: LiveMesh) -> IstioCrdsArgs:
+def _crds(rendered: list[dict[str, Any]], live: LiveMesh, keep_live: bool = False) -> IstioCrdsArgs:
     """Every CRD; those on the cluster are adopted: as they stand when rendering changes nothing (the move
-    itself), else with their new schema forced over the field managers that applied the old one (a version jump)."""
+    itself) or when keep_live (a newer version's schemas, which going back never downgrades), else with their new
+    schema forced over the field managers that applied the old one (a version jump)."""
     crds = render.crds(rendered)
     adopt = frozenset(c["metadata"]["name"] for c in crds if c["metadata"]["name"] in live.crds)
 
     as_they_stand = {c["metadata"]["name"]: standing for c in crds if c["metadata"]["name"] in adopt
-                     and (standing := as_live_if_unchanged(c, live.crds[c["metadata"]["name"]]))}
+                     and (standing := (as_live(c, live.crds[c["metadata"]["name"]]) if keep_live else
+                                       as_live_if_unchanged(c, live.crds[c["metadata"]["name"]])))}
 
     def declared(crd: dict[str, Any]) -> dict[str, Any]:
         name = crd["metadata"]["name"]
         if name not in adopt:
             return crd
-        return as_they_stand.get(name) or adoptable(with_live_metadata(crd, live.crds[name]))
+        return as_they_stand.get(name) or adoptable(with_live_defaults(crd, live.crds[name]))
 
     return IstioCrdsArgs(crds=tuple(declared(c) for c in crds), adopt=adopt, as_they_stand=frozenset(as_they_stand))
 
@@ -201,23 +219,23 @@ def _default_tag(cfg: MigrationConfig, steps: plan.MigrationPlan, live: LiveMesh
     return DefaultTagArgs(injector=injector, exists=exists, retire=TeardownArgs(objects=former, target=target))
 
 
-def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves, leaving: str,
-           target: KubeTarget, version: str, default_tag: DefaultTagArgs | None,
+def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves,
+           left: tuple[str, str], target: KubeTarget, version: str, default_tag: DefaultTagArgs | None,
            plane: list[dict[str, Any]]) -> MigrationSteps:
-    """version: the Istio version of the plane moved to, whose istioctl asks the control planes which proxies they
-    serve (the in-use gate's live view). The canary namespaces' workloads move with the canary, the rest after the
-    switch. Handed over, the switch keeps neither the injector (default_tag's) nor a validator the plane declares
-    (the base chart's, handed to Helm)."""
+    """left: the istiod address and revision of the plane moved away from; version: the Istio version of the plane
+    moved to, whose istioctl asks the control planes which proxies they serve (the in-use gate's live view). The
+    canary namespaces' workloads move with the canary, the rest after the switch. Handed over, the switch keeps
+    neither the injector (default_tag's) nor a validator the plane declares (the base chart's, handed to Helm)."""
     injector = None if default_tag else protected(adoptable(steps.default_injector))
     in_plane = {(o["kind"], o["metadata"]["name"]) for o in plane}
     validator = (protected(adoptable(steps.default_validator)) if steps.default_validator and
                  ("ValidatingWebhookConfiguration", steps.default_validator["metadata"]["name"]) not in in_plane
                  else None)
+    leaving, leaving_revision = left
     verification = VerificationArgs(
         istiod_address=topology.istiod_address, leaving=leaving, target=target, istioctl_version=version,
         istioctl=istioctls.configured_for(version, cfg.istioctl), timeout_seconds=cfg.rollout_timeout_seconds,
-        require_live_view=cfg.require_live_view,
-        revisions=(cfg.control_plane_revision, "default" if cfg.topology == "migrated" else cfg.revision))
+        require_live_view=cfg.require_live_view, revisions=(cfg.control_plane_revision, leaving_revision))
     canary = tuple(w for w in found.workloads if w.namespace in cfg.canary_namespaces)
     rest = tuple(w for w in found.workloads if w.namespace not in cfg.canary_namespaces)
     return MigrationSteps(
@@ -278,11 +296,23 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                                   namespace=cfg.target_namespace) if cfg.hand_over == "helm" else None)
     rendered = renders.migrated if migrated else renders.legacy
     topology = render.topology(rendered, cfg.control_plane_namespace, cfg.control_plane_revision)
-    leaving = (render.topology(renders.legacy, cfg.source_namespace, "default") if migrated
-               else render.topology(renders.migrated, cfg.target_namespace, cfg.revision)).istiod_address
+    # The plane moved away from: the legacy one, or once the migrated stack upgraded the moved plane, the revision
+    # it replaced (retiring now, or as recorded), so that every later run declares the same steps.
+    previous = renders.versions.previous if migrated else None
+    leaving, leaving_revision = ((render.revision_address(cfg.target_namespace, previous.revision), previous.revision)
+                                 if previous else
+                                 (render.topology(renders.legacy, cfg.source_namespace, "default").istiod_address,
+                                  "default") if migrated
+                                 else (render.topology(renders.migrated, cfg.target_namespace,
+                                                       cfg.revision).istiod_address, cfg.revision))
+    # Going back from an upgrade keeps the newer version's CRD schemas, as Istio's canary rollback does.
+    keep_crds = previous is not None and newer(previous.plane.version, renders.versions.migrated.version)
     if migrated:
-        check_crds_not_downgraded(renders.versions, live.crds)
-        steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service)
+        if not keep_crds:
+            check_crds_not_downgraded(renders.versions, live.crds)
+        retiring = renders.versions.retiring
+        steps = plan.plan(live, cfg, renders.legacy, topology.istiod_service,
+                          retiring_service=render.revision_service(retiring.revision) if retiring else None)
         _check_canary(cfg, live, topology.istiod_service)
         # Not handed to Helm, the plane is istioctl's: labelled as its install labels it (Helm's are the release's).
         version = renders.versions.migrated.version
@@ -321,11 +351,11 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     policy, binding = guard.guard_objects(cfg.source_namespace, cfg.target_namespace,
                                           handed_over=cfg.hand_over != "none")
     release = _release(cfg, live)
-    crds = _crds(rendered, live)
+    crds = _crds(rendered, live, keep_live=keep_crds)
     if releases:
         crds = IstioCrdsArgs(crds=tuple(helm.owned_by_release(c, releases) for c in crds.crds), adopt=crds.adopt)
     default_tag = _default_tag(cfg, steps, live, target) if steps else None
-    moving = _steps(cfg, topology, steps, found, leaving, target,
+    moving = _steps(cfg, topology, steps, found, (leaving, leaving_revision), target,
                     (renders.versions.migrated if migrated else renders.versions.legacy).version,
                     default_tag, objects) if steps else None
     return Decisions(
@@ -343,6 +373,8 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
                                 admitted_after=guard.lift_probe(cfg.source_namespace)) if rolling_back else None,
         release=release,
         default_tag=default_tag,
+        retired=(RetiredRevisionArgs(revision=previous.revision, namespace=cfg.target_namespace,
+                                     istiod_uid=previous.istiod_uid, target=target) if previous else None),
         helm_hand_over=(HelmHandOverArgs(refs=tuple(helm.object_refs([*crds.crds, *objects])), target=target)
                         if releases else None),
         outputs=stack_outputs(cfg, renders, live, target, rendered=rendered, topology=topology, leaving=leaving,
@@ -352,9 +384,13 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
 
 def _recording(obj: dict[str, Any], version_plan: VersionPlan) -> dict[str, Any]:
     """The new istiod's Deployment records the legacy istiod's image and image values (the way back and a re-run
-    need them after the teardown)."""
+    need them after the teardown), and after an upgrade, the revision and version it replaced."""
     if obj["kind"] != "Deployment" or version_plan.legacy_image is None:
         return obj
     values = json.dumps(dict(version_plan.legacy.values), sort_keys=True)
+    previous = version_plan.previous
     return annotated(obj, {versions.RECORD_ANNOTATION: version_plan.legacy_image,
-                           versions.RECORD_VALUES_ANNOTATION: values})
+                           versions.RECORD_VALUES_ANNOTATION: values,
+                           **({versions.PREVIOUS_REVISION_ANNOTATION: previous.revision,
+                               versions.PREVIOUS_VERSION_ANNOTATION: previous.plane.version,
+                               versions.PREVIOUS_ISTIOD_UID_ANNOTATION: previous.istiod_uid} if previous else {})})

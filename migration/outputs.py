@@ -12,7 +12,7 @@ from migration.args import MigrationSteps, ReleaseArgs
 from migration.config import MigrationConfig
 from migration.live_mesh import LiveMesh
 from migration.target import KubeTarget
-from migration.version_policy import VersionPlan, crd_versions
+from migration.version_policy import VersionPlan, crd_versions, newer
 from migration.workloads import Moves
 
 
@@ -33,7 +33,8 @@ def stack_outputs(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh,
             "leavingIstiodAddress": leaving,
             "injectorWebhook": topology.injector_webhook, "validatorWebhook": topology.validator_webhook,
             "workloadMoves": _moves_output(found), "restartedWorkloads": len(found.workloads),
-            "phase": _phase(steps), "canary": _canary_output(steps),
+            "phase": _phase(steps, renders.versions, cfg.revision) if migrated else _phase(steps),
+            "canary": _canary_output(steps),
             "unmanagedPods": [f"{pod}: {cfg.unmanaged_pods}" for pod in found.unmanaged],
             "removedObjects": len(steps.teardown.objects) if steps else 0,
             "inUseGate": steps.verification.judged_by if steps else "no move, no gate",
@@ -54,10 +55,15 @@ def _moves_output(found: Moves) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _phase(steps: MigrationSteps | None) -> str:
-    """Which phase the next `pulumi up` runs (what preview shows)."""
+def _phase(steps: MigrationSteps | None, version_plan: VersionPlan | None = None, revision: str = "") -> str:
+    """Which phase the next `pulumi up` runs (what preview shows): for the migrated stack, with version_plan and
+    its revision, whether it upgrades the moved plane."""
     if steps is None:
         return "nothing to move"
+    if version_plan and (previous := version_plan.previous):  # the same text during the upgrade and after it
+        return (f"upgrade: istiod-{revision} ({version_plan.migrated.version}) comes beside istiod-"
+                f"{previous.revision} ({previous.plane.version}), the default injector and validator switch to it, "
+                f"every workload restarts, then istiod-{previous.revision}'s objects are deleted")
     if steps.put_back:
         return "the way back: every namespace and workload returns to the legacy plane"
     if steps.canary is None:
@@ -112,9 +118,16 @@ def _istioctl_flags(cfg: MigrationConfig, version_plan: VersionPlan) -> list[str
 
 
 def _crd_schemas(version_plan: VersionPlan, migrated: bool) -> str:
-    """What this stack does to the CRDs' schemas (preview shows it): a version jump rewrites them as `istioctl
-    install --revision` would, the way back returns them to the recorded version."""
+    """What this stack does to the CRDs' schemas (preview shows it): a version jump or an upgrade rewrites them as
+    `istioctl install --revision` would, the way back to the charm returns them to the recorded version, and going
+    back from an upgrade keeps them (migration.decide)."""
     legacy, new_plane = version_plan.legacy.version, version_plan.migrated.version
+    if migrated and (previous := version_plan.previous):  # the same text during the upgrade and after it
+        if newer(previous.plane.version, new_plane):
+            return f"kept at {previous.plane.version}'s (going back to {new_plane} keeps the newer schemas)"
+        if previous.plane.version != new_plane:
+            return f"updated from {previous.plane.version} to {new_plane}"
+        return f"kept at {new_plane}"
     if legacy == new_plane:
         return f"kept at {legacy}"
     old, new = (legacy, new_plane) if migrated else (new_plane, legacy)

@@ -18,6 +18,7 @@ PHASES: dict[str, str] = {
     "UnmanagedPods": "pods no workload covers",
     "Verification": "verification",
     "Teardown": "teardown",
+    "RetiredRevision": "retired revision let go",
     "Guard": "guard",
     "DefaultTag": "default tag",
     "HelmHandOver": "Helm hand-over",

@@ -169,7 +169,7 @@ def _default_validator(live: LiveMesh) -> dict[str, Any] | None:
     return defaults[0] if defaults else None
 
 
-def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> None:
+def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str, retiring_service: str | None) -> None:
     if not live.serves_admission_policies:
         raise PreflightRefused(f"the cluster (Kubernetes {live.kubernetes_version or 'unknown'}) does not serve "
                                f"admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes >= 1.30): the "
@@ -184,10 +184,11 @@ def _refuse_unsafe(live: LiveMesh, cfg: MigrationConfig, new_service: str) -> No
     if not live.crds:
         raise PreflightRefused("no Istio CRDs (*.istio.io) on the cluster: there is no mesh to migrate")
     serving = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in live.istiod_deployments}
+    ours = {new_service, retiring_service} - {None}
     if not any(ns == cfg.source_namespace for ns, _ in serving) and \
-            not any(ns == cfg.target_namespace and name == new_service for ns, name in serving):
+            not any(ns == cfg.target_namespace and name in ours for ns, name in serving):
         raise PreflightRefused(f"no istiod Deployment in {cfg.source_namespace}; nothing to migrate from there")
-    foreign = sorted(name for ns, name in serving if ns == cfg.target_namespace and name != new_service)
+    foreign = sorted(name for ns, name in serving if ns == cfg.target_namespace and name not in ours)
     if foreign:
         raise PreflightRefused(f"{cfg.target_namespace} already runs istiod Deployment(s) {foreign} that this "
                                f"program does not own; remove them or choose another targetNamespace")
@@ -242,9 +243,11 @@ in the teardown (deleting a missing object is a no-op), so the teardown is the s
 
 
 def plan(live: LiveMesh, cfg: MigrationConfig, legacy_objects: list[dict[str, Any]], new_service: str,
-         ) -> MigrationPlan:
-    """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service)."""
-    _refuse_unsafe(live, cfg, new_service)
+         retiring_service: str | None = None) -> MigrationPlan:
+    """Plan the move of cfg.source_namespace's control plane to cfg.target_namespace (service new_service), or the
+    upgrade of the moved plane to it from the revision whose istiod is retiring_service. The legacy objects are
+    the teardown's either way (deleting what is gone is a no-op): the same step on every run."""
+    _refuse_unsafe(live, cfg, new_service, retiring_service)
     return _switch(live, cfg, cfg.target_namespace, new_service, cfg.revision, legacy_objects,
                    (("Service", cfg.source_namespace, TAG_SERVICE),),
                    _ca_secret(live, cfg.source_namespace, cfg.target_namespace))

@@ -203,6 +203,16 @@ def control_plane(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if not is_crd(o)]
 
 
+def revision_service(revision: str) -> str:
+    """The Service of a revision's istiod (the istiod chart's name for it: `istiod-<revision>`)."""
+    return f"istiod-{revision}"
+
+
+def revision_address(namespace: str, revision: str) -> str:
+    """Where a revision's sidecars reach its istiod in namespace (as topology reads it off a render)."""
+    return f"{revision_service(revision)}.{namespace}.svc:15012"
+
+
 @dataclasses.dataclass(frozen=True)
 class Topology:
     """Facts about one rendered control plane that other components and exports need."""

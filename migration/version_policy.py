@@ -6,6 +6,11 @@ image, or off the record the migration left on the new istiod once the legacy on
 (https://istio.io/latest/docs/setup/upgrade/canary/): the new control plane at most two minors above the old one,
 never below it; the istio-pilot charm itself moves one minor at a time. Development builds are refused unless
 `allowDevelopmentBuilds`.
+
+Once moved, the plane's version changes only by a revision-based upgrade in the target namespace: a new `revision`
+(with `targetVersion`) renders a new istiod beside the stack's running one, which retires once every sidecar left
+it. The same rule bounds it, from the retiring revision's version; going back to the version that revision replaced
+(recorded on its istiod) is the one step down allowed.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import dataclasses
 from typing import Any, Callable, Mapping
 
 from migration.config import MigrationConfig
+from migration.marks import PROTECTED_LABEL
 from migration.plan import PreflightRefused
-from migration.versions import (IstioBuild, build_of, image_parts, istiod_image, legacy_image, parse_version,
-                                recorded_values)
+from migration.versions import (PREVIOUS_ISTIOD_UID_ANNOTATION, PREVIOUS_REVISION_ANNOTATION,
+                                PREVIOUS_VERSION_ANNOTATION, IstioBuild, build_of, image_parts, istiod_image,
+                                legacy_image, parse_version, recorded_values)
 
 MAX_MINOR_JUMP = 2
 
@@ -32,11 +39,29 @@ class PlaneVersion:
 
 
 @dataclasses.dataclass(frozen=True)
+class RetiringPlane:
+    """The stack's own plane in the target namespace under another revision than the configured one: what a
+    revision-based upgrade of the moved plane (or its way back) removes once no sidecar uses it."""
+
+    revision: str
+    plane: PlaneVersion
+    """Its version (and image values, read off its image)."""
+    istiod_uid: str = ""
+    """Its istiod Deployment's UID: which instance of the revision retires (a revision name comes back when the
+    stack goes back and forth)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class VersionPlan:
     legacy: PlaneVersion
     migrated: PlaneVersion
     legacy_image: str | None
     """The legacy istiod's image, live or recorded (None on a cluster that never ran it)."""
+    retiring: RetiringPlane | None = None
+    """The migrated stack's upgrade: the revision it retires (None: no upgrade under way)."""
+    previous: RetiringPlane | None = None
+    """What the migrated plane's istiod records as the revision (and version) it replaced
+    (PREVIOUS_REVISION_ANNOTATION): the retiring one, or as already recorded; None if it replaced none."""
 
     @property
     def changes_version(self) -> bool:
@@ -98,6 +123,17 @@ def _check_jump(source: IstioBuild, target: IstioBuild) -> None:
                                f"{source.version}: allowed {allowed}")
 
 
+def newer(version: str, than: str) -> bool:
+    """version is a later Istio than `than`: a later minor, or within one minor a later release (development
+    builds of one minor are not ordered)."""
+    a, b = parse_version(version), parse_version(than)
+    if a.minor is None or b.minor is None:
+        return False
+    if a.minor != b.minor:
+        return a.minor > b.minor
+    return not (a.development or b.development) and _release_key(a) > _release_key(b)
+
+
 def _release_key(build: IstioBuild) -> tuple:
     numbers, _, pre = build.version.partition("-")
     return (*map(int, numbers.split(".")), not pre, pre)  # 1.25.0-rc.1 < 1.25.0
@@ -116,8 +152,7 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     """The version plan for cfg on a cluster whose istiod Deployments are istiods and whose legacy install's values
     are installed (None once it is gone; then what the new istiod recorded). istioctl_version() (what the operator's
     istioctl reports) is asked only when neither the cluster nor targetVersion says a version."""
-    recorded_on = f"{cfg.target_namespace}/istiod-{cfg.revision}"
-    image = legacy_image(istiods, cfg.source_namespace, recorded_on)
+    image = legacy_image(istiods, cfg.source_namespace, cfg.target_namespace)
     running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == cfg.target_namespace), None)
     if image is None:  # a fresh cluster: what the config or the operator's istioctl says, at istioctl's hub
         version = cfg.target_version or istioctl_version()
@@ -126,21 +161,108 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
         return VersionPlan(plane, plane, None)
     source = _known(image, "legacy")
     _check_development({"legacy": source}, cfg.allow_development_builds)
-    known = installed_images(installed, image) or recorded_values(istiods, cfg.source_namespace, recorded_on)
+    known = installed_images(installed, image) or recorded_values(istiods, cfg.source_namespace, cfg.target_namespace)
     legacy = PlaneVersion(source.version, image_values(image, known=known))
     if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
+        if others := sorted(set(_own(istiods, cfg)) - {cfg.revision}):
+            raise PreflightRefused(
+                f"kf-istio-migrate:revision {cfg.revision}: the migrated plane in {cfg.target_namespace} runs revision "
+                f"{', '.join(others)} (upgraded by the migrated stack): set this stack's revision to it, so that the "
+                f"way back removes the plane that runs")
         tagged = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
         migrated = PlaneVersion(build_of(running).version, image_values(running)) if tagged else legacy
         return VersionPlan(legacy, migrated, image)
+    retiring = _retiring(cfg, istiods)
     if cfg.target_version is None or cfg.target_version == source.version:
         plan = VersionPlan(legacy, legacy, image)
     else:
         target = parse_version(cfg.target_version)
         _check_development({"target": target}, cfg.allow_development_builds)
-        _check_jump(source, target)
+        if retiring is None:
+            _check_jump(source, target)
         plan = VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
+    if retiring is not None:
+        _check_upgrade(retiring, parse_version(plan.migrated.version))
+        leaving = RetiringPlane(retiring.revision, retiring.plane, retiring.uid)
+        return dataclasses.replace(plan, retiring=leaving, previous=leaving)
     _check_not_changed_in_place(cfg, istiods, plan.migrated.version)
-    return plan
+    return dataclasses.replace(plan, previous=_own(istiods, cfg).get(cfg.revision, _Own()).previous)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Own:
+    """An istiod the migrated stack made in the target namespace (it carries the guard's label)."""
+
+    revision: str = ""
+    plane: PlaneVersion = PlaneVersion("")
+    previous: RetiringPlane | None = None
+    """The revision (and version) it replaced, as recorded on it."""
+    uid: str = ""
+
+
+def _own(istiods: list[dict], cfg: MigrationConfig) -> dict[str, _Own]:
+    """revision -> the stack's own istiod of that revision in the target namespace."""
+    found = {}
+    for d in istiods:
+        meta = d["metadata"]
+        labels = meta.get("labels") or {}
+        if meta["namespace"] != cfg.target_namespace or labels.get(PROTECTED_LABEL) != "true":
+            continue
+        image, annotations = istiod_image(d), meta.get("annotations") or {}
+        revision = labels.get("istio.io/rev") or meta["name"].removeprefix("istiod-")
+        previous = (RetiringPlane(annotations[PREVIOUS_REVISION_ANNOTATION],
+                                  PlaneVersion(annotations[PREVIOUS_VERSION_ANNOTATION]),
+                                  annotations.get(PREVIOUS_ISTIOD_UID_ANNOTATION, ""))
+                    if PREVIOUS_REVISION_ANNOTATION in annotations else None)
+        found[revision] = _Own(revision, PlaneVersion(build_of(image).version, image_values(image)), previous,
+                               meta.get("uid", ""))
+    return found
+
+
+def _retiring(cfg: MigrationConfig, istiods: list[dict]) -> _Own | None:
+    """The stack's own plane of another revision than cfg's, when cfg asks for a new revision (an upgrade, or its
+    way back); refused where the stack cannot retire it safely."""
+    others = {rev: own for rev, own in _own(istiods, cfg).items() if rev != cfg.revision}
+    if not others:
+        return None
+    named = ", ".join(f"istiod-{rev} ({own.plane.version})" for rev, own in sorted(others.items()))
+    where = f"{cfg.target_namespace} runs {named}, not revision {cfg.revision}"
+    if any(d["metadata"]["namespace"] == cfg.source_namespace for d in istiods):
+        raise PreflightRefused(f"kf-istio-migrate:revision {cfg.revision}: {where}, and istiod still runs in "
+                               f"{cfg.source_namespace}: finish the move (or roll it back) under its revision first; "
+                               f"an upgrade starts once the move is done")
+    if len(others) > 1:
+        raise PreflightRefused(f"kf-istio-migrate:revision {cfg.revision}: {where}; an upgrade retires one revision "
+                               f"at a time: set revision to one of them to finish the upgrade under way first")
+    if cfg.hand_over != "none":
+        raise PreflightRefused(f"kf-istio-migrate:revision {cfg.revision}: {where}, and handOver "
+                               f"{cfg.hand_over} has let go of the mesh: its next owner upgrades it with Istio's tools "
+                               f"(docs/runbook.md, step 9)")
+    if cfg.canary_namespaces:
+        raise PreflightRefused(f"kf-istio-migrate:canaryNamespaces: {where}; the stack's upgrade moves the whole mesh "
+                               f"in one wave (canaries are for the move): `pulumi config rm "
+                               f"kf-istio-migrate:canaryNamespaces`")
+    return next(iter(others.values()))
+
+
+def _check_upgrade(retiring: _Own, target: IstioBuild) -> None:
+    """Istio's canary rule from the retiring revision's version, or back to the version it replaced."""
+    back_to = retiring.previous.plane.version if retiring.previous else None
+    if target.version == back_to:
+        return
+    source = parse_version(retiring.plane.version)
+    if source.minor is None:
+        raise PreflightRefused(f"istiod-{retiring.revision} runs {retiring.plane.version}, which names no Istio "
+                               f"version: the stack upgrades a known version only")
+    back = f", or back to {back_to} (the version it replaced)" if back_to else ""
+    try:
+        _check_jump(source, target)
+    except PreflightRefused:
+        raise PreflightRefused(
+            f"kf-istio-migrate:targetVersion {target.version} is outside what an upgrade from istiod-"
+            f"{retiring.revision} ({source.version}) may do: allowed {source.minor[0]}.{source.minor[1]} to "
+            f"{source.minor[0]}.{source.minor[1] + MAX_MINOR_JUMP} (Istio's revision-based upgrade rule){back}") \
+            from None
 
 
 def _check_not_changed_in_place(cfg: MigrationConfig, istiods: list[dict], version: str) -> None:
@@ -157,8 +279,8 @@ def _check_not_changed_in_place(cfg: MigrationConfig, istiods: list[dict], versi
         f"kf-istio-migrate:targetVersion: this stack would render {cfg.target_namespace}/{name} at Istio {version} "
         f"(targetVersion, or the legacy version when it is unset), but it already runs {running.version}: changing "
         f"the version of a moved plane would replace istiod in place under the running sidecars, none of them "
-        f"re-injected. Set kf-istio-migrate:targetVersion to {running.version}; to upgrade the moved mesh, use "
-        f"Istio's canary procedure after a hand-over (docs/runbook.md, \"Upgrading Istio later\")")
+        f"re-injected. Set kf-istio-migrate:targetVersion to {running.version}, or upgrade beside it: a new "
+        f"kf-istio-migrate:revision with that targetVersion (docs/runbook.md, \"Upgrading Istio with the stack\")")
 
 
 CRD_VERSION_LABEL = "app.kubernetes.io/version"

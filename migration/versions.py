@@ -16,6 +16,13 @@ RECORD_ANNOTATION = "kfistio.io/legacy-istiod-image"
 """On the new istiod's Deployment: the image the legacy istiod ran, so it is known after the teardown."""
 RECORD_VALUES_ANNOTATION = "kfistio.io/legacy-image-values"
 """Beside it: the image values the legacy plane is rendered with (JSON), so the way back renders it as installed."""
+PREVIOUS_REVISION_ANNOTATION = "kfistio.io/previous-revision"
+"""On an istiod a revision-based upgrade of the moved plane made: the revision it replaced, which the stack's later
+runs name as the plane they moved away from (as a move names the legacy one)."""
+PREVIOUS_VERSION_ANNOTATION = "kfistio.io/previous-version"
+"""Beside it: that revision's version, the one version below its own that the stack may go back to."""
+PREVIOUS_ISTIOD_UID_ANNOTATION = "kfistio.io/previous-istiod-uid"
+"""And that revision's istiod's UID: which instance of it retired (components.checks.RetiredRevision)."""
 
 _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-((?:alpha|beta|rc)\.\d+))?(?:-(distroless|debug))?$")
 _DEV = re.compile(r"^(?:(\d+)\.(\d+)-(?:dev|alpha\.[0-9a-f]{7,40})|latest|master|[0-9a-f]{40})(?:-(distroless|debug))?$")
@@ -67,19 +74,21 @@ def istiod_image(deployment: Mapping[str, Any]) -> str:
     return next((c["image"] for c in containers if c["name"] == "discovery"), containers[0]["image"])
 
 
-def _record(istiods: list[Mapping[str, Any]], recorded_on: str) -> Mapping[str, str]:
-    """The annotations of the Deployment named recorded_on (`namespace/name`), where the migration records the
-    legacy plane; empty if it does not exist."""
-    return next(((d["metadata"].get("annotations") or {}) for d in istiods
-                 if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == recorded_on), {})
+def _record(istiods: list[Mapping[str, Any]], recorded_in: str) -> Mapping[str, str]:
+    """The annotations of the istiod Deployment in namespace recorded_in that records the legacy plane (each istiod
+    the migrated stack makes there does, whichever its revision); empty if none does."""
+    recording = sorted((d for d in istiods if d["metadata"]["namespace"] == recorded_in
+                        and RECORD_ANNOTATION in (d["metadata"].get("annotations") or {})),
+                       key=lambda d: d["metadata"]["name"])
+    return recording[0]["metadata"]["annotations"] if recording else {}
 
 
-def legacy_image(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_on: str) -> str | None:
+def legacy_image(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_in: str) -> str | None:
     """The legacy istiod's image: from the istiod running in source_namespace, else as recorded (RECORD_ANNOTATION)
-    on the Deployment named recorded_on once the legacy one is gone; None if neither exists."""
+    on an istiod in namespace recorded_in once the legacy one is gone; None if neither exists."""
     istiods = list(istiods)
     running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == source_namespace), None)
-    return running or _record(istiods, recorded_on).get(RECORD_ANNOTATION)
+    return running or _record(istiods, recorded_in).get(RECORD_ANNOTATION)
 
 
 def describe(image: str | None) -> dict[str, Any]:
@@ -90,11 +99,11 @@ def describe(image: str | None) -> dict[str, Any]:
     return {"image": image, "version": build.version, "development": build.development}
 
 
-def recorded_values(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_on: str) -> dict | None:
-    """The legacy plane's image values as recorded (RECORD_VALUES_ANNOTATION) on the Deployment named recorded_on,
+def recorded_values(istiods: Iterable[Mapping[str, Any]], source_namespace: str, recorded_in: str) -> dict | None:
+    """The legacy plane's image values as recorded (RECORD_VALUES_ANNOTATION) on an istiod in namespace recorded_in,
     once no istiod runs in source_namespace; None while it runs or when nothing is recorded."""
     istiods = list(istiods)
     if any(d["metadata"]["namespace"] == source_namespace for d in istiods):
         return None
-    text = _record(istiods, recorded_on).get(RECORD_VALUES_ANNOTATION)
+    text = _record(istiods, recorded_in).get(RECORD_VALUES_ANNOTATION)
     return json.loads(text) if text else None

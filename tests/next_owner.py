@@ -49,20 +49,26 @@ def restart_every_sidecar(env: dict[str, str], istiod: str = NEXT_ISTIOD) -> Non
 
 
 def every_proxy_on_the_next_revision(env: dict[str, str], timeout: float = 240) -> dict:
-    """proxy-status of the next revision's plane (its own version's istioctl) once it lists every running proxy, each
-    pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the ones not listed."""
-    istioctl, deadline, missing = next_istioctl(), time.monotonic() + timeout, {}
+    """every_proxy_on the next revision's plane, asked by its own version's istioctl."""
+    return every_proxy_on(env, NEXT_REVISION, next_istioctl(), timeout)
+
+
+def every_proxy_on(env: dict[str, str], revision: str, istioctl: str, timeout: float = 240) -> dict:
+    """proxy-status of revision's plane in istio-system (istioctl, of that plane's version) once it lists every
+    running proxy, each pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the
+    ones not listed."""
+    istiod, deadline, missing = f"istiod-{revision}.istio-system.svc:15012", time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): proxy_address(p)
                 for p in read(env, "pods")["items"] if runs_a_proxy(p)}
-        seen = {(p.namespace, p.pod): p for p in proxy_status(istioctl, "istio-system", NEXT_REVISION,
+        seen = {(p.namespace, p.pod): p for p in proxy_status(istioctl, "istio-system", revision,
                                                               env["KUBECONFIG"], None)}
-        missing = {"elsewhere": sorted(f"{ns}/{pod}: {a}" for (ns, pod), a in pods.items() if a != NEXT_ISTIOD),
+        missing = {"elsewhere": sorted(f"{ns}/{pod}: {a}" for (ns, pod), a in pods.items() if a != istiod),
                    "not listed": sorted(f"{ns}/{pod}" for ns, pod in set(pods) - set(seen))}
         if not any(missing.values()):
             return seen
         time.sleep(1)
-    pytest.fail(f"after {timeout}s, not every proxy on {NEXT_ISTIOD}: {missing}")
+    pytest.fail(f"after {timeout}s, not every proxy on {istiod}: {missing}")
 
 
 def virtual_service_write(env: dict[str, str], namespace: str, host: str) -> subprocess.CompletedProcess:

@@ -133,10 +133,12 @@ def legacy_mesh(name: str) -> Mesh:
     return Mesh(workspace, snapshot(workspace.env), history)
 
 
-def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", timeout: float = 600) -> str:
+def up_killed_at(workspace: Workspace, point: str, stack: str = "migrated", timeout: float = 600,
+                 probe: Callable[[Api], bool] | None = None) -> str:
     """`pulumi up --stack <stack>`, SIGKILLed (the CLI and every plugin and command it started: tests.faults.proctree)
-    as soon as the kill point is observed. Returns the output so far; fails if the update ended before the point was reached."""
-    api, probe = Api(workspace.env["KUBECONFIG"]), KILL_POINTS[point]
+    as soon as the kill point is observed (KILL_POINTS[point], or probe, named point). Returns the output so far;
+    fails if the update ended before the point was reached."""
+    api, probe = Api(workspace.env["KUBECONFIG"]), probe or KILL_POINTS[point]
     api.checkpoint = workspace.state_file(stack)
     log = workspace.cluster.dir / f"up-{stack}-{point}.log"
     with open(log, "w") as out:

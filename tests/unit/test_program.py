@@ -272,12 +272,17 @@ def test_a_stack_holding_the_default_webhooks_switches_them_in_place():
 
 
 def test_destroying_the_migrated_stack_is_refused_and_purge_cannot_select_istiod_pods():
-    """`protect` on the migrated plane and the guard: `pulumi destroy` fails before deleting anything. The new
-    istiod's pods lack the label `istioctl uninstall --purge` deletes pods by."""
+    """`protect` on what every revision of the migrated plane shares (its namespace, the root of trust) and on the
+    guard: `pulumi destroy` fails before deleting anything. A revision's own objects are not protected, nor retained:
+    the stack's upgrade deletes them once it declares the next revision. The new istiod's pods lack the label
+    `istioctl uninstall --purge` deletes pods by."""
     registered = run_program("migrated", STACKS["migrated"], charm_install())
-    plane = [r for r in registered if r.custom and (r.parent.endswith("ControlPlane::control-plane")
-                                                    or r.parent.endswith("Guard::guard"))]
-    assert plane and all(r.protect for r in plane)
+    plane = [r for r in registered if r.custom and r.parent.endswith("ControlPlane::control-plane")]
+    guard = [r for r in registered if r.custom and r.parent.endswith("Guard::guard") and r.type.startswith("kube")]
+    shared = [r for r in plane if r.kind in ("Namespace", "Secret")]
+    assert {r.kind for r in shared} == {"Namespace", "Secret"} and all(r.protect for r in shared + guard) and guard
+    own = [r for r in plane if r not in shared]
+    assert own and not any(r.protect or r.retain_on_delete for r in own)
     istiod = next(r for r in plane if r.kind == "Deployment")
     assert "operator.istio.io/component" not in istiod.inputs["spec"]["template"]["metadata"]["labels"]
     assert istiod.inputs["metadata"]["labels"]["operator.istio.io/component"] == "Pilot", "only the pods change"

@@ -13,9 +13,11 @@ from migration import istioctls
 from migration.config import from_mapping
 from migration.decide import decide
 from migration.plan import PreflightRefused
-from migration.version_policy import (PlaneVersion, check_crds_not_downgraded, crd_versions, image_values,
-                                      installed_images, plan_versions)
-from migration.versions import RECORD_ANNOTATION, RECORD_VALUES_ANNOTATION
+from migration.marks import PROTECTED_LABEL
+from migration.version_policy import (PlaneVersion, RetiringPlane, check_crds_not_downgraded, crd_versions,
+                                      image_values, installed_images, newer, plan_versions)
+from migration.versions import (PREVIOUS_ISTIOD_UID_ANNOTATION, PREVIOUS_REVISION_ANNOTATION,
+                                PREVIOUS_VERSION_ANNOTATION, RECORD_ANNOTATION, RECORD_VALUES_ANNOTATION)
 from tests.fixtures import recorded
 from tests.unit.harness import TARGET
 from tests.unit.live_mesh import charm_install
@@ -220,3 +222,69 @@ def test_a_refused_crd_downgrade_stops_decide_before_anything_is_declared():
     renders = dataclasses.replace(recorded.renders(cfg()), versions=plan)
     with pytest.raises(PreflightRefused, match="newer than 1.30.0"):
         decide(cfg(), renders, live, TARGET)
+
+
+def own(revision: str, version: str, previous: tuple[str, str] | None = None) -> dict:
+    """An istiod the migrated stack made in istio-system for revision (guarded, recording the legacy plane, and the
+    revision and version it replaced when an upgrade made it)."""
+    annotations = {RECORD_ANNOTATION: "docker.io/istio/pilot:1.24.3"}
+    if previous:
+        annotations |= {PREVIOUS_REVISION_ANNOTATION: previous[0], PREVIOUS_VERSION_ANNOTATION: previous[1],
+                        PREVIOUS_ISTIOD_UID_ANNOTATION: f"uid-{previous[0]}"}
+    made = istiod("istio-system", f"docker.io/istio/pilot:{version}", f"istiod-{revision}", annotations)
+    made["metadata"] |= {"uid": f"uid-{revision}",
+                         "labels": {"istio.io/rev": revision, PROTECTED_LABEL: "true", "app": "istiod"}}
+    return made
+
+
+def test_a_new_revision_on_a_moved_plane_upgrades_it_within_istios_rule_from_the_running_revision():
+    plan = plan_versions(cfg(revision="kf-1-25", targetVersion="1.25.1"), [own("kf-1-24", "1.24.3")], no_istioctl)
+    assert plan.retiring == plan.previous == RetiringPlane("kf-1-24", PlaneVersion(
+        "1.24.3", image_values("docker.io/istio/pilot:1.24.3")), "uid-kf-1-24")
+    assert plan.migrated.version == "1.25.1" and plan.legacy.version == "1.24.3", "the charm's record is kept"
+    done = plan_versions(cfg(revision="kf-1-25", targetVersion="1.25.1"),
+                         [own("kf-1-25", "1.25.1", ("kf-1-24", "1.24.3"))], no_istioctl)
+    assert done.retiring is None and done.previous == RetiringPlane("kf-1-24", PlaneVersion("1.24.3"), "uid-kf-1-24"), \
+        "once done, later runs name the revision it replaced as recorded"
+    for target in ("1.27.0", "1.23.0", "2.25.0"):
+        with pytest.raises(PreflightRefused, match=rf"targetVersion {target} is outside what an upgrade from "
+                                                   rf"istiod-kf-1-24 \(1\.24\.3\) may do: allowed 1\.24 to 1\.26"):
+            plan_versions(cfg(revision="kf-1-x", targetVersion=target), [own("kf-1-24", "1.24.3")], no_istioctl)
+
+
+def test_going_back_from_an_upgrade_is_allowed_to_the_version_it_replaced_only():
+    upgraded = [own("kf-1-25", "1.25.1", ("kf-1-24", "1.24.3"))]
+    back = plan_versions(cfg(revision="kf-1-24", targetVersion="1.24.3"), upgraded, no_istioctl)
+    assert back.retiring.revision == "kf-1-25" and back.migrated.version == "1.24.3"
+    with pytest.raises(PreflightRefused, match=r"or back to 1\.24\.3 \(the version it replaced\)"):
+        plan_versions(cfg(revision="kf-1-23", targetVersion="1.23.0"), upgraded, no_istioctl)
+
+
+@pytest.mark.parametrize("raw, live, refusal", [
+    ({"revision": "kf-1-25"}, [istiod("kubeflow", "docker.io/istio/pilot:1.24.3"), own("kf-1-24", "1.24.3")],
+     r"istiod still runs in kubeflow: finish the move \(or roll it back\) under its revision first"),
+    ({"revision": "kf-1-26"}, [own("kf-1-24", "1.24.3"), own("kf-1-25", "1.25.1")],
+     r"runs istiod-kf-1-24 \(1\.24\.3\), istiod-kf-1-25 \(1\.25\.1\), not revision kf-1-26; an upgrade retires one "
+     r"revision at a time"),
+    ({"revision": "kf-1-25", "handOver": "release"}, [own("kf-1-24", "1.24.3")],
+     r"handOver release has let go of the mesh: its next owner upgrades it"),
+    ({"revision": "kf-1-25", "canaryNamespaces": ["user1"]}, [own("kf-1-24", "1.24.3")],
+     r"kf-istio-migrate:canaryNamespaces: .* the stack's upgrade moves the whole mesh in one wave"),
+])
+def test_an_upgrade_the_stack_cannot_retire_safely_is_refused_naming_the_key_and_the_fix(raw, live, refusal):
+    with pytest.raises(PreflightRefused, match=refusal):
+        plan_versions(cfg(targetVersion="1.25.1", **raw), live, no_istioctl)
+
+
+def test_the_legacy_stack_refuses_a_way_back_that_names_another_revision_than_the_running_plane():
+    with pytest.raises(PreflightRefused, match=r"kf-istio-migrate:revision kf-1-30: the migrated plane in "
+                                               r"istio-system runs revision kf-1-31 \(upgraded by the migrated "
+                                               r"stack\)"):
+        plan_versions(cfg("legacy"), [own("kf-1-31", "1.25.1", ("kf-1-30", "1.24.3"))], no_istioctl)
+    assert plan_versions(cfg("legacy", revision="kf-1-31"), [own("kf-1-31", "1.25.1")], no_istioctl).legacy.version \
+        == "1.24.3"
+
+
+def test_newer_orders_minors_and_releases_not_development_builds_of_one_minor():
+    assert newer("1.31-dev", "1.30-dev") and newer("1.25.1", "1.25.0") and newer("1.25.0", "1.25.0-rc.1")
+    assert not newer("1.30-dev", "1.31-dev") and not newer("1.30-dev", "1.30.1") and not newer("1.25.0", "1.25.0")
