@@ -18,6 +18,7 @@ from demo.observe import InjectorHistory, read, snapshot
 from devcluster import toolchain
 from devcluster.cluster import Cluster
 from devcluster.workspace import Workspace
+from migration import render
 from migration.workloads import proxy_address
 
 LEGACY_ISTIOD = "istiod.kubeflow.svc:15012"
@@ -169,6 +170,20 @@ def nothing_lost(env: dict[str, str], before: dict[str, Any]) -> None:
     changed = sorted(k for k in before["crs"] if k in after["crs"] and after["crs"][k] != before["crs"][k])
     assert not lost and not changed, f"CRs lost: {lost}; changed: {changed}"
     assert len(set(after["roots"].values())) == 1, "more than one root of trust"
+
+
+def rendered_crd_specs(version: str, istioctl: str) -> dict[str, str]:
+    """What that version's istioctl renders for each Istio CRD's versions (schemas), canonical JSON."""
+    text = subprocess.run([istioctl, "manifest", "generate", "--set", "profile=minimal"], capture_output=True,
+                          text=True, check=True).stdout
+    return {c["metadata"]["name"]: json.dumps(c["spec"]["versions"], sort_keys=True)
+            for c in render.crds(render.parse(text))}
+
+
+def live_crd_versions(env) -> dict[str, str]:
+    """Each live Istio CRD's versions (schemas), canonical JSON, as rendered_crd_specs reads a render."""
+    return {c["metadata"]["name"]: json.dumps(c["spec"]["versions"], sort_keys=True)
+            for c in read(env, "customresourcedefinitions")["items"] if c["metadata"]["name"].endswith(".istio.io")}
 
 
 def revision_of(address: str) -> str:

@@ -16,11 +16,11 @@ from demo import fixture
 from demo.observe import read, snapshot
 from devcluster import toolchain
 from tests.faults.harness import cancel_dead_update, up_killed_at
-from tests.integration.test_version_jump import live_crd_versions, rendered_crd_specs
 from tests.next_owner import (NEXT, NEXT_REVISION, a_live_validator_judges_istio_writes, every_proxy_on,
                               next_istioctl, old_charm_purge_loses_nothing)
-from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, new_pods_get, nothing_lost,
-                           one_injector_throughout, purged, run, up_with_history)
+from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, live_crd_versions,
+                           new_pods_get, nothing_lost, one_injector_throughout, purged, rendered_crd_specs, run,
+                           up_with_history)
 
 PINNED = toolchain.pins()["ISTIO_VERSION"]
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)

@@ -8,7 +8,6 @@ processes checked here are the two real builds, and the CRD schemas are what eac
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
@@ -17,11 +16,10 @@ from demo import fixture
 from demo.observe import read, snapshot
 from devcluster import toolchain
 from devcluster.toolchain import pins
-from migration import render
 from migration.versions import build_of, istiod_image
 from migration.workloads import proxy_address
-from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, nothing_lost, one_injector_throughout,
-                           purged, roll_back_and_check, up_with_history)
+from tests.support import (LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace, live_crd_versions, nothing_lost,
+                           one_injector_throughout, purged, rendered_crd_specs, roll_back_and_check, up_with_history)
 
 PINNED, NEXT = pins()["ISTIO_VERSION"], pins()["ISTIO_NEXT_VERSION"]
 # Deployments only: no pipeline step to wait for
@@ -55,19 +53,6 @@ def proxy_images(env) -> dict[str, str]:
             if proxy and pod["status"].get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
                 found[f"{ns}/{pod['metadata']['name']}"] = (proxy["image"], proxy_address(pod))
     return found
-
-
-def rendered_crd_specs(version: str, istioctl: str) -> dict[str, str]:
-    """What that version's istioctl renders for each Istio CRD's versions (schemas), canonical JSON."""
-    text = subprocess.run([istioctl, "manifest", "generate", "--set", "profile=minimal"], capture_output=True,
-                          text=True, check=True).stdout
-    return {c["metadata"]["name"]: json.dumps(c["spec"]["versions"], sort_keys=True)
-            for c in render.crds(render.parse(text))}
-
-
-def live_crd_versions(env) -> dict[str, str]:
-    return {c["metadata"]["name"]: json.dumps(c["spec"]["versions"], sort_keys=True)
-            for c in read(env, "customresourcedefinitions")["items"] if c["metadata"]["name"].endswith(".istio.io")}
 
 
 @pytest.fixture(scope="module")
