@@ -23,6 +23,7 @@ SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150, kubeflow
 NEW, OLD = NEW_ISTIOD, LEGACY_ISTIOD
 PROFILES = fixture.profile_namespaces(SIZE)
 NEW_VALIDATOR = "istio-validator-kf-1-30-istio-system"
+NEXT_ISTIOD = "istiod-kf-1-31.istio-system.svc:15012"
 
 
 class Api:
@@ -92,6 +93,27 @@ KILL_POINTS: dict[str, Callable[[Api], bool]] = {
     "old-istiod-deleted": lambda api: api.exists(api.apps.read_namespaced_deployment, "istiod", "kubeflow") is None,
     "guard-created": lambda api: api.exists(api.admission.read_validating_admission_policy,
                                             "kfistio-protect-istio") is not None,
+}
+
+
+def _on_next(api: Api) -> int:
+    """Profile pods whose sidecar the next revision injected."""
+    return sum(1 for ns in PROFILES for pod in api.core.list_namespaced_pod(ns).items
+               if any(c.name == "istio-proxy" and NEXT_ISTIOD in json.dumps([e.to_dict() for e in c.env or []])
+                      for c in pod.spec.containers))
+
+
+# Kill points in the order the migrated stack's upgrade (kf-1-30 to kf-1-31, after the move) passes them.
+UPGRADE_KILL_POINTS: dict[str, Callable[[Api], bool]] = {
+    "next-istiod-created": lambda api: api.exists(api.apps.read_namespaced_deployment, "istiod-kf-1-31",
+                                                  "istio-system") is not None,
+    "next-istiod-available": lambda api: _available(api, "istio-system", "istiod-kf-1-31"),
+    "injector-switched-to-next": lambda api: {h.client_config.service.name for h in api.admission.
+                                              read_mutating_webhook_configuration(DEFAULT_INJECTOR).webhooks or []}
+    == {"istiod-kf-1-31"},
+    "first-pod-on-next": lambda api: _on_next(api) >= 1,
+    "retired-istiod-deleted": lambda api: api.exists(api.apps.read_namespaced_deployment, "istiod-kf-1-30",
+                                                     "istio-system") is None,
 }
 
 

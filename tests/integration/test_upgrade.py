@@ -16,57 +16,14 @@ from demo import fixture
 from demo.observe import read, snapshot
 from devcluster import toolchain
 from tests.faults.harness import cancel_dead_update, up_killed_at
-from tests.next_owner import (NEXT, NEXT_REVISION, a_live_validator_judges_istio_writes, every_proxy_on,
-                              next_istioctl, old_charm_purge_loses_nothing)
-from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, live_crd_versions,
-                           new_pods_get, nothing_lost, one_injector_throughout, purged, rendered_crd_specs, run,
-                           up_with_history)
+from tests.next_owner import NEXT, NEXT_REVISION, next_istioctl, old_charm_purge_loses_nothing
+from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, live_crd_versions, purged,
+                           rendered_crd_specs)
+from tests.upgrades import istiod_address, on_the_revision, revision_objects, set_revision, upgraded
 
 PINNED = toolchain.pins()["ISTIO_VERSION"]
 SIZE = fixture.FixtureSize(profiles=2, deployments=2, kubeflow_shape=False, pod_stage_ms=150)
 PROFILES = fixture.profile_namespaces(SIZE)
-
-
-def istiod_address(revision: str) -> str:
-    return f"istiod-{revision}.istio-system.svc:15012"
-
-
-def revision_objects(env: dict[str, str], revision: str) -> list[str]:
-    """Every object of revision's plane left on the cluster: labelled for it as istioctl labels a plane's objects."""
-    selector = f"istio.io/rev={revision},operator.istio.io/component=Pilot"
-    kinds = "serviceaccounts,configmaps,services,deployments,roles,rolebindings,clusterroles,clusterrolebindings," \
-            "mutatingwebhookconfigurations,validatingwebhookconfigurations"
-    return run(["kubectl", "get", kinds, "-A", "-l", selector, "-o", "name"], env).stdout.split()
-
-
-def upgraded(workspace, revision: str, version: str) -> dict:
-    """`pulumi config set` revision and targetVersion on the migrated stack, then `pulumi up` with the injector
-    history followed: the snapshot before, the history, and the stack's outputs."""
-    workspace.set_config("migrated", "kf-istio-migrate:revision", revision)
-    workspace.set_config("migrated", "kf-istio-migrate:targetVersion", version)
-    before = snapshot(workspace.env)
-    states = up_with_history(workspace, "migrated", PROFILES)
-    return {"before": before, "states": states, "outputs": workspace.outputs("migrated")}
-
-
-def clean_after(workspace) -> None:
-    """`pulumi refresh` finds the cluster as the stack left it, and a preview proposes nothing."""
-    workspace.pulumi("refresh", "--stack", "migrated", "--yes", "--expect-no-changes")
-    workspace.pulumi("preview", "--stack", "migrated", "--expect-no-changes")
-
-
-def on_the_revision(workspace, run_: dict, revision: str, version: str, istioctl: str) -> None:
-    """What every upgrade (or its way back) leaves, run_ being what `upgraded` returned."""
-    env = workspace.env
-    one_injector_throughout(run_["states"])
-    nothing_lost(env, run_["before"])
-    istiods = {d["metadata"]["name"] for d in read(env, "deployments", "istio-system", label_selector="app=istiod")
-               ["items"]}
-    assert istiods == {f"istiod-{revision}"}
-    every_proxy_on(env, revision, istioctl)
-    new_pods_get(env, PROFILES[-1], istiod_address(revision))
-    a_live_validator_judges_istio_writes(env, PROFILES[0])
-    clean_after(workspace)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +37,7 @@ def mesh():
 
 @pytest.fixture(scope="module")
 def first(mesh):
-    return upgraded(mesh, NEXT_REVISION, NEXT)
+    return upgraded(mesh, NEXT_REVISION, NEXT, PROFILES)
 
 
 def test_preview_named_the_revision_that_comes_and_the_one_that_goes(first):
@@ -91,7 +48,7 @@ def test_preview_named_the_revision_that_comes_and_the_one_that_goes(first):
 
 
 def test_the_upgrade_moves_every_sidecar_to_the_next_revision_with_one_injector_throughout(mesh, first):
-    on_the_revision(mesh, first, NEXT_REVISION, NEXT, next_istioctl())
+    on_the_revision(mesh, first, NEXT_REVISION, NEXT, next_istioctl(), PROFILES)
     assert revision_objects(mesh.env, "kf-1-30") == [], "the replaced revision's objects are gone"
     assert live_crd_versions(mesh.env) == rendered_crd_specs(NEXT, next_istioctl())
 
@@ -111,16 +68,16 @@ def test_a_target_outside_the_skew_rule_and_a_legacy_stack_naming_the_old_revisi
 
 def test_the_way_back_returns_every_sidecar_and_keeps_the_newer_crd_schemas(mesh, first):
     schemas = live_crd_versions(mesh.env)
-    back = upgraded(mesh, "kf-1-30", PINNED)
+    back = upgraded(mesh, "kf-1-30", PINNED, PROFILES)
     assert back["outputs"]["crdSchemas"].startswith(f"kept at {NEXT}'s")
-    on_the_revision(mesh, back, "kf-1-30", PINNED, "istioctl")
+    on_the_revision(mesh, back, "kf-1-30", PINNED, "istioctl", PROFILES)
     assert revision_objects(mesh.env, NEXT_REVISION) == []
     assert live_crd_versions(mesh.env) == schemas, "going back never downgrades the CRDs"
 
 
 def test_a_second_upgrade_on_the_same_stack_and_the_old_charms_purge_after_it(mesh, first):
-    again = upgraded(mesh, NEXT_REVISION, NEXT)
-    on_the_revision(mesh, again, NEXT_REVISION, NEXT, next_istioctl())
+    again = upgraded(mesh, NEXT_REVISION, NEXT, PROFILES)
+    on_the_revision(mesh, again, NEXT_REVISION, NEXT, next_istioctl(), PROFILES)
     assert revision_objects(mesh.env, "kf-1-30") == []
     old_charm_purge_loses_nothing(mesh.env, PROFILES[0], NEXT_REVISION)
 
@@ -132,8 +89,7 @@ def test_an_upgrade_killed_after_its_switch_goes_back_to_the_running_revision(me
     targetVersion set back to kf-1-31's and `pulumi up`: the half-made revision is the one retired, with one injector
     throughout both runs."""
     env, before = mesh.env, snapshot(mesh.env)
-    mesh.set_config("migrated", "kf-istio-migrate:revision", "kf-1-30")
-    mesh.set_config("migrated", "kf-istio-migrate:targetVersion", PINNED)
+    set_revision(mesh, "kf-1-30", PINNED)
 
     def switched(api) -> bool:
         hook = api.admission.read_mutating_webhook_configuration(DEFAULT_INJECTOR)
@@ -145,7 +101,7 @@ def test_an_upgrade_killed_after_its_switch_goes_back_to_the_running_revision(me
     mesh.pulumi("refresh", "--stack", "migrated", "--yes")
     assert {d["metadata"]["name"] for d in read(env, "deployments", "istio-system", label_selector="app=istiod")
             ["items"]} == {"istiod-kf-1-30", f"istiod-{NEXT_REVISION}"}, "killed with both revisions running"
-    back = upgraded(mesh, NEXT_REVISION, NEXT)
+    back = upgraded(mesh, NEXT_REVISION, NEXT, PROFILES)
     on_the_revision(mesh, {**back, "before": before, "states": killed + back["states"]}, NEXT_REVISION, NEXT,
-                    next_istioctl())
+                    next_istioctl(), PROFILES)
     assert revision_objects(env, "kf-1-30") == []
