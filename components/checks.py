@@ -119,13 +119,12 @@ class Teardown(pulumi.ComponentResource):
         self.register_outputs({"removed": len(args.objects)})
 
 
-
 class RetiredRevision(pulumi.ComponentResource):
     """Once no sidecar uses the revision the upgrade replaced (after the in-use gate), its objects are annotated
     for the guard to let them go (live.retire, which first fails while another webhook still calls its istiod); the
     engine then deletes them at the end of the update, since the stack no longer declares them (`pulumi preview`
-    lists them as deletes). Its inputs name the retired revision and its
-    istiod's UID only, as the new istiod records them, so later runs declare the same step."""
+    lists them as deletes). Its inputs name the retired revision and its istiod's UID only, as the new istiod
+    records them, so later runs declare the same step."""
 
     def __init__(self, name: str, args: RetiredRevisionArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:RetiredRevision", name, None, opts)

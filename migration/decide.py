@@ -299,12 +299,14 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     # The plane moved away from: the legacy one, or once the migrated stack upgraded the moved plane, the revision
     # it replaced (retiring now, or as recorded), so that every later run declares the same steps.
     previous = renders.versions.previous if migrated else None
-    leaving, leaving_revision = ((render.revision_address(cfg.target_namespace, previous.revision), previous.revision)
-                                 if previous else
-                                 (render.topology(renders.legacy, cfg.source_namespace, "default").istiod_address,
-                                  "default") if migrated
-                                 else (render.topology(renders.migrated, cfg.target_namespace,
-                                                       cfg.revision).istiod_address, cfg.revision))
+    if previous:
+        leaving, leaving_revision = render.revision_address(cfg.target_namespace, previous.revision), previous.revision
+    elif migrated:
+        leaving = render.topology(renders.legacy, cfg.source_namespace, "default").istiod_address
+        leaving_revision = "default"
+    else:
+        leaving = render.topology(renders.migrated, cfg.target_namespace, cfg.revision).istiod_address
+        leaving_revision = cfg.revision
     # Going back from an upgrade keeps the newer version's CRD schemas, as Istio's canary rollback does.
     keep_crds = previous is not None and newer(previous.plane.version, renders.versions.migrated.version)
     if migrated:

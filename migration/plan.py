@@ -17,7 +17,7 @@ from migration.analysis import errors
 from migration.config import MigrationConfig
 from migration.marks import PROTECTED_LABEL, made_here
 from migration.live_mesh import CA_SECRET_NAMES, LiveMesh
-from migration.webhooks import DEFAULT_VALIDATOR, matching_webhooks
+from migration.webhooks import DEFAULT_VALIDATOR, called_service, matching_webhooks
 from migration.workloads import Workload
 
 DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
@@ -46,11 +46,6 @@ class MigrationPlan:
 
 def webhook_names(injector: Mapping[str, Any], validator: Mapping[str, Any] | None) -> set[str]:
     return {injector["metadata"]["name"]} | ({validator["metadata"]["name"]} if validator else set())
-
-
-def _service(hook: Mapping[str, Any]) -> tuple[str, str]:
-    svc = hook.get("clientConfig", {}).get("service") or {}
-    return svc.get("namespace", ""), svc.get("name", "")
 
 
 def as_declared(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -113,7 +108,7 @@ def former_default_injector_names(source: str) -> tuple[str, str]:
 def _same_webhooks(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Two injectors that call the same istiod for the same pods (caBundles aside, which istiod keeps current)."""
     def hooks(obj):
-        return [{k: v for k, v in h.items() if k != "clientConfig"} | {"service": _service(h)}
+        return [{k: v for k, v in h.items() if k != "clientConfig"} | {"service": called_service(h)}
                 for h in obj.get("webhooks") or []]
     return hooks(a) == hooks(b)
 
@@ -143,7 +138,7 @@ def default_injector_name(live: LiveMesh) -> str | None:
 def default_injector_target(live: LiveMesh) -> tuple[str, str] | None:
     """(namespace, service) the default injection path sends pods to now; None on a cluster without Istio."""
     found = default_injectors(live)
-    return _service(found[0]["webhooks"][0]) if found else None
+    return called_service(found[0]["webhooks"][0]) if found else None
 
 
 def default_path_switched(live: LiveMesh) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from migration.marks import PROTECTED_LABEL, PURGE_SELECTOR_LABEL
 from migration.render import revision_service
+from migration.webhooks import called_service
 
 KINDS = ("serviceaccounts", "configmaps", "services", "deployments.apps", "poddisruptionbudgets.policy",
          "horizontalpodautoscalers.autoscaling", "roles.rbac.authorization.k8s.io",
@@ -40,6 +41,4 @@ def still_calling(webhook_configurations: Iterable[Mapping[str, Any]], revision:
     and resumed without `pulumi refresh`, whose diff then missed the write the state lost)."""
     service = (namespace, revision_service(revision))
     return sorted(c["metadata"]["name"] for c in webhook_configurations if not _own(c["metadata"], revision)
-                  and any(((h.get("clientConfig") or {}).get("service") or {}).get("namespace") == service[0] and
-                          ((h.get("clientConfig") or {}).get("service") or {}).get("name") == service[1]
-                          for h in c.get("webhooks") or []))
+                  and any(called_service(h) == service for h in c.get("webhooks") or []))

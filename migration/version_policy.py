@@ -153,6 +153,7 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     are installed (None once it is gone; then what the new istiod recorded). istioctl_version() (what the operator's
     istioctl reports) is asked only when neither the cluster nor targetVersion says a version."""
     image = legacy_image(istiods, cfg.source_namespace, cfg.target_namespace)
+    own = _own(istiods, cfg)
     running = next((istiod_image(d) for d in istiods if d["metadata"]["namespace"] == cfg.target_namespace), None)
     if image is None:  # a fresh cluster: what the config or the operator's istioctl says, at istioctl's hub
         version = cfg.target_version or istioctl_version()
@@ -164,7 +165,7 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
     known = installed_images(installed, image) or recorded_values(istiods, cfg.source_namespace, cfg.target_namespace)
     legacy = PlaneVersion(source.version, image_values(image, known=known))
     if cfg.topology == "legacy":  # the way back: the recorded version; the migrated plane as it runs, to remove it
-        if others := sorted(set(_own(istiods, cfg)) - {cfg.revision}):
+        if others := sorted(set(own) - {cfg.revision}):
             raise PreflightRefused(
                 f"kf-istio-migrate:revision {cfg.revision}: the migrated plane in {cfg.target_namespace} runs revision "
                 f"{', '.join(others)} (upgraded by the migrated stack): set this stack's revision to it, so that the "
@@ -172,7 +173,7 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
         tagged = running is not None and build_of(running).minor is not None  # else: as the legacy one renders it
         migrated = PlaneVersion(build_of(running).version, image_values(running)) if tagged else legacy
         return VersionPlan(legacy, migrated, image)
-    retiring = _retiring(cfg, istiods)
+    retiring = _retiring(cfg, istiods, own)
     if cfg.target_version is None or cfg.target_version == source.version:
         plan = VersionPlan(legacy, legacy, image)
     else:
@@ -183,21 +184,19 @@ def plan_versions(cfg: MigrationConfig, istiods: list[dict], istioctl_version: C
         plan = VersionPlan(legacy, PlaneVersion(target.version, image_values(image, target.version, known)), image)
     if retiring is not None:
         _check_upgrade(retiring, parse_version(plan.migrated.version))
-        leaving = RetiringPlane(retiring.revision, retiring.plane, retiring.uid)
-        return dataclasses.replace(plan, retiring=leaving, previous=leaving)
+        return dataclasses.replace(plan, retiring=retiring.this, previous=retiring.this)
     _check_not_changed_in_place(cfg, istiods, plan.migrated.version)
-    return dataclasses.replace(plan, previous=_own(istiods, cfg).get(cfg.revision, _Own()).previous)
+    return dataclasses.replace(plan, previous=own[cfg.revision].previous if cfg.revision in own else None)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Own:
     """An istiod the migrated stack made in the target namespace (it carries the guard's label)."""
 
-    revision: str = ""
-    plane: PlaneVersion = PlaneVersion("")
-    previous: RetiringPlane | None = None
+    this: RetiringPlane
+    """Its revision, version and istiod UID."""
+    previous: RetiringPlane | None
     """The revision (and version) it replaced, as recorded on it."""
-    uid: str = ""
 
 
 def _own(istiods: list[dict], cfg: MigrationConfig) -> dict[str, _Own]:
@@ -214,18 +213,18 @@ def _own(istiods: list[dict], cfg: MigrationConfig) -> dict[str, _Own]:
                                   PlaneVersion(annotations[PREVIOUS_VERSION_ANNOTATION]),
                                   annotations.get(PREVIOUS_ISTIOD_UID_ANNOTATION, ""))
                     if PREVIOUS_REVISION_ANNOTATION in annotations else None)
-        found[revision] = _Own(revision, PlaneVersion(build_of(image).version, image_values(image)), previous,
-                               meta.get("uid", ""))
+        found[revision] = _Own(RetiringPlane(revision, PlaneVersion(build_of(image).version, image_values(image)),
+                                             meta.get("uid", "")), previous)
     return found
 
 
-def _retiring(cfg: MigrationConfig, istiods: list[dict]) -> _Own | None:
-    """The stack's own plane of another revision than cfg's, when cfg asks for a new revision (an upgrade, or its
-    way back); refused where the stack cannot retire it safely."""
-    others = {rev: own for rev, own in _own(istiods, cfg).items() if rev != cfg.revision}
+def _retiring(cfg: MigrationConfig, istiods: list[dict], own: dict[str, _Own]) -> _Own | None:
+    """The stack's own plane (of own, _own's) of another revision than cfg's, when cfg asks for a new revision (an
+    upgrade, or its way back); refused where the stack cannot retire it safely."""
+    others = {rev: made for rev, made in own.items() if rev != cfg.revision}
     if not others:
         return None
-    named = ", ".join(f"istiod-{rev} ({own.plane.version})" for rev, own in sorted(others.items()))
+    named = ", ".join(f"istiod-{rev} ({made.this.plane.version})" for rev, made in sorted(others.items()))
     where = f"{cfg.target_namespace} runs {named}, not revision {cfg.revision}"
     if any(d["metadata"]["namespace"] == cfg.source_namespace for d in istiods):
         raise PreflightRefused(f"kf-istio-migrate:revision {cfg.revision}: {where}, and istiod still runs in "
@@ -250,17 +249,17 @@ def _check_upgrade(retiring: _Own, target: IstioBuild) -> None:
     back_to = retiring.previous.plane.version if retiring.previous else None
     if target.version == back_to:
         return
-    source = parse_version(retiring.plane.version)
+    source = parse_version(retiring.this.plane.version)
     if source.minor is None:
-        raise PreflightRefused(f"istiod-{retiring.revision} runs {retiring.plane.version}, which names no Istio "
-                               f"version: the stack upgrades a known version only")
+        raise PreflightRefused(f"istiod-{retiring.this.revision} runs {retiring.this.plane.version}, which names no "
+                               f"Istio version: the stack upgrades a known version only")
     back = f", or back to {back_to} (the version it replaced)" if back_to else ""
     try:
         _check_jump(source, target)
     except PreflightRefused:
         raise PreflightRefused(
             f"kf-istio-migrate:targetVersion {target.version} is outside what an upgrade from istiod-"
-            f"{retiring.revision} ({source.version}) may do: allowed {source.minor[0]}.{source.minor[1]} to "
+            f"{retiring.this.revision} ({source.version}) may do: allowed {source.minor[0]}.{source.minor[1]} to "
             f"{source.minor[0]}.{source.minor[1] + MAX_MINOR_JUMP} (Istio's revision-based upgrade rule){back}") \
             from None
 

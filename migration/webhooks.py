@@ -16,6 +16,12 @@ DEFAULT_VALIDATOR = "istiod-default-validator"
 with `defaultRevision`: never a revision's own."""
 
 
+def called_service(hook: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of the Service a webhook calls; empty strings for a URL webhook."""
+    svc = (hook.get("clientConfig") or {}).get("service") or {}
+    return svc.get("namespace", ""), svc.get("name", "")
+
+
 def selector_matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
     """metav1.LabelSelector semantics: a missing or empty selector matches everything."""
     if not selector:

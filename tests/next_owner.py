@@ -15,13 +15,14 @@ from demo.fixture import CHARM_INSTALL
 from demo.observe import read, snapshot
 from devcluster import toolchain
 from live.verify import proxy_status
+from migration.render import revision_address
 from migration.proxies import runs_a_proxy
 from migration.workloads import proxy_address
 from tests.support import gateway_objects, nothing_lost, run
 
 NEXT = toolchain.pins()["ISTIO_NEXT_VERSION"]
 NEXT_REVISION = "kf-1-31"
-NEXT_ISTIOD = f"istiod-{NEXT_REVISION}.istio-system.svc:15012"
+NEXT_ISTIOD = revision_address("istio-system", NEXT_REVISION)
 
 
 def next_istioctl() -> str:
@@ -57,7 +58,7 @@ def every_proxy_on(env: dict[str, str], revision: str, istioctl: str, timeout: f
     """proxy-status of revision's plane in istio-system (istioctl, of that plane's version) once it lists every
     running proxy, each pod's proxy configured for that plane; on timeout, fails naming the pods elsewhere and the
     ones not listed."""
-    istiod, deadline, missing = f"istiod-{revision}.istio-system.svc:15012", time.monotonic() + timeout, {}
+    istiod, deadline, missing = revision_address("istio-system", revision), time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): proxy_address(p)
                 for p in read(env, "pods")["items"] if runs_a_proxy(p)}

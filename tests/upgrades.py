@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from demo.observe import read, snapshot
 from devcluster.workspace import Workspace
+from migration.render import revision_address
 from migration.versions import build_of, istiod_image
 from tests.next_owner import a_live_validator_judges_istio_writes, every_proxy_on
 from tests.support import new_pods_get, nothing_lost, one_injector_throughout, run, up_with_history
 
 
 def istiod_address(revision: str) -> str:
-    return f"istiod-{revision}.istio-system.svc:15012"
+    """Where revision's sidecars reach its istiod in istio-system."""
+    return revision_address("istio-system", revision)
 
 
 def revision_objects(env: dict[str, str], revision: str) -> list[str]:

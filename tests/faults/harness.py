@@ -16,14 +16,15 @@ from kubernetes import client, config
 from demo import fixture
 from demo.observe import InjectorHistory, snapshot
 from devcluster.workspace import Workspace
+from migration.workloads import proxy_address
 from tests.faults.proctree import kill_tree
+from tests.next_owner import NEXT_ISTIOD
 from tests.support import DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, fresh_workspace
 
 SIZE = fixture.FixtureSize(profiles=2, deployments=3, pod_stage_ms=150, kubeflow_shape=False)
 NEW, OLD = NEW_ISTIOD, LEGACY_ISTIOD
 PROFILES = fixture.profile_namespaces(SIZE)
 NEW_VALIDATOR = "istio-validator-kf-1-30-istio-system"
-NEXT_ISTIOD = "istiod-kf-1-31.istio-system.svc:15012"
 
 
 class Api:
@@ -98,9 +99,9 @@ KILL_POINTS: dict[str, Callable[[Api], bool]] = {
 
 def _on_next(api: Api) -> int:
     """Profile pods whose sidecar the next revision injected."""
+    plain = api.core.api_client.sanitize_for_serialization
     return sum(1 for ns in PROFILES for pod in api.core.list_namespaced_pod(ns).items
-               if any(c.name == "istio-proxy" and NEXT_ISTIOD in json.dumps([e.to_dict() for e in c.env or []])
-                      for c in pod.spec.containers))
+               if proxy_address(plain(pod)) == NEXT_ISTIOD)
 
 
 # Kill points in the order the migrated stack's upgrade (kf-1-30 to kf-1-31, after the move) passes them.

@@ -113,8 +113,8 @@ def test_after_every_attempt_nothing_lost_and_injection_works(migrated):
 def test_a_version_change_of_the_moved_plane_is_refused_before_any_change(migrated):
     """`pulumi config set targetVersion <next minor>` on the migrated stack once its move is done, then `pulumi up`:
     the program would replace istiod in place under the running sidecars, so it refuses, naming the version the
-    plane runs, and nothing on the cluster changes (the stack's upgrades are not built yet; Istio's canary procedure
-    after a hand-over is the way, tested below)."""
+    plane runs, and nothing on the cluster changes (an upgrade needs a new revision beside it:
+    tests/integration/test_upgrade.py)."""
     env, workspace = migrated.env, migrated.workspace
     next_istioctl()
     config_file = config_file_with(workspace, "migrated", {"targetVersion": NEXT}, "next-minor")
