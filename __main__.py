@@ -96,7 +96,8 @@ def declare(d: Decisions) -> None:
         if d.steps.canary:
             canary = Canary("canary", d.steps.canary, on_cluster(serving))
     if moving:
-        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(canary or serving), held_by=control_plane)
+        switch = WebhookSwitch("webhook-switch", d.steps.switch, on_cluster(canary or serving), held_by=control_plane,
+                               canary=canary.command if canary else None)
         gateway_after = [switch]
     if not d.steps or moving:
         # Phase 4: the gateway talks to this topology's istiod (its Deployment rolls when that changes).

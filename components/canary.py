@@ -1,6 +1,7 @@
 """The canary phase as components: the chosen namespaces move first and are proven on the live mesh before the
-default injector is switched (Canary); on the way back, every canary namespace returns to the default injection
-path (CanaryPutBack). Each is one Command running live.canary against the stack's cluster."""
+default injector is switched (Canary); on the way back, every namespace an earlier release's canary relabelled
+returns to the default injection path (CanaryPutBack). Each is one Command running live.canary against the stack's
+cluster."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def canary_script(args: CanaryArgs) -> str:
     check = args.check
     wave = wave_key(check.target, check.leaving, check.istiod_address)
     return cli.Canary.on(check.target, istiod=check.istiod_address, leaving=check.leaving,
-                         revision=check.revisions[0], leaving_revision=check.revisions[1], namespaces=args.namespaces,
+                         revision=check.revisions[0], leaving_revision=check.revisions[1], injector=args.injector,
+                         namespaces=args.namespaces,
                          soak=args.soak_seconds, timeout=check.timeout_seconds, limit=args.parallelism, wave=wave,
                          istioctl_version=check.istioctl_version, istioctl=check.istioctl).command_line()
 
@@ -43,8 +45,9 @@ class Canary(pulumi.ComponentResource):
 
 
 class CanaryPutBack(pulumi.ComponentResource):
-    """The way back: namespaces a canary moved to the migrated plane's revision return to the default injection
-    path before the workloads move (once that plane is torn down, its revision injects nothing)."""
+    """The way back: namespaces an earlier release's canary relabelled to the migrated plane's revision return to
+    the default injection path before the workloads move (once that plane is torn down, its revision injects
+    nothing)."""
 
     def __init__(self, name: str, args: PutBackArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PACKAGE}:migration:CanaryPutBack", name, None, opts)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 
-from components import PACKAGE
+from components import PACKAGE, REPO
+from components.commands import step
 from components.control_plane import IstioControlPlane
 from components.objects import child_options, declare, resource_name
+from live import cli
 from migration.args import WebhookSwitchArgs
 from migration.owners import fields_owned_elsewhere
+from migration.webhooks import called_service
 
 
 class WebhookSwitch(pulumi.ComponentResource):
-    """Adopts the default injector and validator and points them at the new istiod: one write each, so every
-    namespace has exactly one injector at every instant. Retained on delete: destroying this stack must never
+    """Adopts the default injector and validator and points them at the new istiod: one write each (the injector's
+    also removes a canary's webhooks), so every namespace has exactly one injector at every instant. Retained on
+    delete: destroying this stack must never
     leave namespaces with no injector (rolling back points them at the old istiod again).
 
     A stack that already holds those webhooks in its control plane (a `legacy` stack that built or adopted the mesh,
@@ -22,11 +28,20 @@ class WebhookSwitch(pulumi.ComponentResource):
     namespace without its injector."""
 
     def __init__(self, name: str, args: WebhookSwitchArgs, opts: pulumi.ResourceOptions | None = None,
-                 held_by: IstioControlPlane | None = None):
+                 held_by: IstioControlPlane | None = None, canary: pulumi.Resource | None = None):
         super().__init__(f"{PACKAGE}:migration:WebhookSwitch", name, None, opts)
         hooks = [hook for hook in (args.injector, args.validator) if hook]
+        # A canary's webhooks on the default injector (live.canary) go in the write that switches it: live.fold
+        # makes that write when they are there, before the resource's own (which would keep webhooks it does not
+        # declare). It runs again whenever the switch sends the injector elsewhere, whenever the canary step ran
+        # again (a new id: its webhooks may be back), and on the way back whenever it finds another canary.
+        triggers = ["/".join(called_service(args.injector["webhooks"][0])), *args.live_canary] if args.injector else []
+        folds = [step(f"{name}-fold", cli.Fold.on(args.target).command_line(),
+                      [*triggers, *([canary.id] if canary else [])], args.target, child_options(self, opts),
+                      directory=str(REPO), stdin=json.dumps(args.injector, sort_keys=True))
+                 ] if args.injector else []
         self.webhooks = [declare(name, hook, child_options(
-            self, opts, import_=hook["metadata"]["name"], retain_on_delete=True,
+            self, opts, depends_on=folds, import_=hook["metadata"]["name"], retain_on_delete=True,
             ignore_changes=fields_owned_elsewhere(hook) or None,
             aliases=[pulumi.Alias(name=resource_name(held_by.prefix, hook), parent=held_by)] if held_by else None))
             for hook in hooks]

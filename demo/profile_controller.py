@@ -1,5 +1,5 @@
 """Kubeflow's profile controller, as far as it touches a profile namespace's labels: reproduced from its source,
-because whether it puts `istio-injection` back decides what a canary namespace's new pods get.
+because a canary must hold under it (Istio's own canary, by namespace labels, does not hold under the fork).
 
 Upstream (kubeflow/kubeflow components/profile-controller/controllers/profile_controller.go, identical at v1.8.0,
 v1.9.0 and v1.10.0: the images Charmed Kubeflow 1.8-1.10's kubeflow-profiles charm runs, unpatched):
@@ -9,12 +9,13 @@ v1.9.0 and v1.10.0: the images Charmed Kubeflow 1.8-1.10's kubeflow-profiles cha
   config alone (`setNamespaceLabels`): a config key that is absent is added, a present key is kept whatever its
   value, a key with an empty value is removed; other labels are never touched. `istio-injection` is not in the
   charm's config (src/templates/namespace-labels.yaml.j2 of canonical/kubeflow-profiles-operator track/1.10), so a
-  canary's relabelling stays;
+  namespace relabelled to a revision stays so;
 - it reconciles at once when an owned namespace changes (`Owns(&corev1.Namespace{})`), and writes with a full
   `Update` (client-go's field manager: the binary's name, `manager`).
 Charmed Kubeflow 2.0's forked controller (canonical/kubeflow-dashboard, `setNamespaceLabelsAndServiceMesh`) forces
-`istio-injection=enabled` in sidecar mode on every reconcile: a canary namespace gets the label back, and Istio's
-selectors then give its new pods to the default injector again (never a second injector).
+`istio-injection=enabled` in sidecar mode on every reconcile: a namespace relabelled to a revision gets the label
+back, and Istio's selectors then give its new pods to the default injector again (never a second injector). The
+canary here changes the default injector's selectors instead (migration.canary), which neither controller touches.
 
 Nothing here runs in the migration: the fixture and the tests use it to treat the namespaces as the controller does.
 """

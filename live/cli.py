@@ -117,12 +117,13 @@ class Canary(Command):
     """The canary phase or, put_back, the way back."""
 
     module: ClassVar[str] = "canary"
-    put_back: bool = arg("the way back: every namespace on --revision returns to the default injection path",
-                         default=False)
+    put_back: bool = arg("the way back: every namespace an earlier release's canary relabelled to --revision "
+                         "returns to the default injection path", default=False)
     istiod: str | None = arg(default=None)
     leaving: str | None = arg(default=None)
     revision: str = arg("the destination istiod's istio.io/rev")
     leaving_revision: str | None = arg(default=None)
+    injector: str | None = arg("the default injector, whose one write makes the canary", default=None)
     namespaces: tuple[str, ...] = arg(default=(), sep=",")
     soak: int = arg(default=0)
     timeout: int = arg(default=0)
@@ -136,6 +137,13 @@ class Canary(Command):
 
     def _written(self) -> list[dataclasses.Field]:
         return [f for f in super()._written() if not self.put_back or f.name in self.PUT_BACK_READS]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Fold(Command):
+    """Before the switch: a canary's webhooks folded into the switch's one write (the declared injector on stdin)."""
+
+    module: ClassVar[str] = "fold"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -63,6 +63,11 @@ class WebhookSwitchArgs:
     injector: Mapping[str, Any] | None
     """None once handed over: the default injector is then the DefaultTag's, under the default tag's name."""
     validator: Mapping[str, Any] | None
+    target: KubeTarget
+    """Where live.fold folds a canary's webhooks into the switch (the injector's write)."""
+    live_canary: tuple[str, ...] = ()
+    """The way back: the canary namespaces the live default injector holds, which the fold's triggers name so that
+    a way back run again after a canary was made folds it too (the migrated stack's fold follows its canary step)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +146,9 @@ class CanaryArgs:
     injector."""
 
     namespaces: tuple[str, ...]
-    """canaryNamespaces, relabelled to the destination's revision in one write each."""
+    """canaryNamespaces, whose new pods the default injector sends to the destination (one write)."""
+    injector: str
+    """The default injector's name: the switch's."""
     workloads: tuple[Workload, ...]
     """Their workloads, moved the way each kind allows (as the rollouts do)."""
     soak_seconds: int
@@ -154,8 +161,9 @@ class CanaryArgs:
 
 @dataclasses.dataclass(frozen=True)
 class PutBackArgs:
-    """The way back: every namespace on the migrated plane's revision (a canary) returns to the default injection
-    path, which the switch points at the legacy istiod, before the rollouts move their workloads."""
+    """The way back: every namespace an earlier release's canary relabelled to the migrated plane's revision returns
+    to the default injection path, which the switch points at the legacy istiod, before the rollouts move their
+    workloads."""
 
     revision: str
     target: KubeTarget

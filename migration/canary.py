@@ -1,12 +1,15 @@
-"""The canary phase, pure: which namespaces move first, the one label write that moves each, and what the canary
-gate makes of their pods in the live view (live.canary runs it).
+"""The canary phase, pure: which namespaces move first, the one write of the default injector that moves them, and
+what the canary gate makes of their pods in the live view (live.canary runs it).
 
-A canary namespace leaves the default injection path (`istio-injection=enabled`, whose injector still calls the
-plane being left) for the new plane's revision (`istio.io/rev=<revision>`) in one write: Istio's injectors select
-namespaces so that `istio-injection` wins over `istio.io/rev` (every revision webhook requires `istio-injection`
-to be absent), so before the write only the default injector matches, after it only the revision's, and a
-controller that puts `istio-injection=enabled` back makes the default injector match again instead of the
-revision's: one injector at every instant, never two (docs/design.md, "Canary first").
+The canary is a state of the default injector itself, written in one API write: each of its webhooks leaves the
+canary namespaces out (`kubernetes.io/metadata.name NotIn [...]`), and a copy of each, named `canary.<name>`, takes
+exactly those namespaces (`In [...]`) and calls the destination's istiod. A namespace's name never changes and the
+API server sets that label itself, so no controller that manages namespace labels (Charmed Kubeflow 2.0's profile
+controller forces `istio-injection=enabled` on every reconcile) can send a canary namespace back, and there is no
+label write whose two halves could leave a namespace with two injectors or none. Before the write the default
+injector's own webhooks select the canary namespaces, after it only its copies do; the switch (or, on a failed
+canary or the way back, the put-back) is one more write of the same object, which removes the copies (docs/design.md,
+"Canary first").
 """
 
 from __future__ import annotations
@@ -16,25 +19,22 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from migration.live_mesh import ObjectId
 from migration.proxies import ConnectedProxy, runs_a_proxy
+from migration.webhooks import injection_services
 from migration.workloads import Workload, expects_sidecar, owner, proxy_address, service_of
 
 INJECTION = "istio-injection"
 REVISION = "istio.io/rev"
-
-
-def to_revision(revision: str) -> dict[str, Any]:
-    """The namespace merge patch that moves it to revision's injector: one write, never two injectors."""
-    return {"metadata": {"labels": {INJECTION: None, REVISION: revision}}}
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
+"""The label the API server gives every namespace: its name (immutable, and no controller can change it)."""
+COPY_PREFIX = "canary."
+"""A canary webhook's name: its original's, prefixed (it still ends with sidecar-injector.istio.io, so istiod keeps
+its caBundle current as it does for the others)."""
 
 
 def back_to_default() -> dict[str, Any]:
-    """The namespace merge patch that puts it back on the default injection path (the way back, a failed canary)."""
+    """The namespace merge patch that puts a namespace an earlier release's canary relabelled (`istio.io/rev` in
+    place of `istio-injection`) back on the default injection path."""
     return {"metadata": {"labels": {INJECTION: "enabled", REVISION: None}}}
-
-
-def on_revision(labels: Mapping[str, str], revision: str) -> bool:
-    """The namespace's new pods go to revision's injector (and only to it)."""
-    return labels.get(REVISION) == revision and INJECTION not in labels
 
 
 def on_default_path(labels: Mapping[str, str]) -> bool:
@@ -42,8 +42,77 @@ def on_default_path(labels: Mapping[str, str]) -> bool:
 
 
 def injection_labels(labels: Mapping[str, str]) -> dict[str, str]:
-    """The labels that decide which injector a namespace's pods get (what a refusal or the gate names)."""
+    """The labels that decide which injector a namespace's pods get (what a refusal names)."""
     return {k: v for k, v in labels.items() if k in (INJECTION, REVISION)}
+
+
+def canary_namespaces(injector: Mapping[str, Any]) -> tuple[str, ...]:
+    """The namespaces injector's canary webhooks take (none when it holds no canary)."""
+    for hook in injector.get("webhooks") or []:
+        if hook["name"].startswith(COPY_PREFIX):
+            for expr in (hook.get("namespaceSelector") or {}).get("matchExpressions") or []:
+                if expr["key"] == NAMESPACE_NAME and expr["operator"] == "In":
+                    return tuple(expr["values"])
+    return ()
+
+
+def _names(operator: str, namespaces: Sequence[str]) -> dict[str, Any]:
+    return {"key": NAMESPACE_NAME, "operator": operator, "values": list(namespaces)}
+
+
+def _narrowed(hook: Mapping[str, Any], expression: Mapping[str, Any]) -> dict[str, Any]:
+    selector = dict(hook.get("namespaceSelector") or {})
+    selector["matchExpressions"] = [*(selector.get("matchExpressions") or []), dict(expression)]
+    return {**hook, "namespaceSelector": selector}
+
+
+def without_canary(injector: Mapping[str, Any]) -> dict[str, Any]:
+    """injector as it was before its canary: the copies gone, the exclusion of the canary namespaces removed from
+    its own webhooks (injector itself when it holds no canary)."""
+    namespaces = canary_namespaces(injector)
+    if not namespaces:
+        return dict(injector)
+    excluded, hooks = _names("NotIn", namespaces), []
+    for hook in injector["webhooks"]:
+        if hook["name"].startswith(COPY_PREFIX):
+            continue
+        selector = dict(hook.get("namespaceSelector") or {})
+        kept = [e for e in selector.get("matchExpressions") or [] if e != excluded]
+        if kept:
+            selector["matchExpressions"] = kept
+        else:
+            selector.pop("matchExpressions", None)
+        hooks.append({**hook, "namespaceSelector": selector})
+    return {**injector, "webhooks": hooks}
+
+
+def with_canary(injector: Mapping[str, Any], namespaces: Sequence[str], service: tuple[str, str]) -> dict[str, Any]:
+    """injector with a canary: pods created in namespaces go to service ((namespace, name) of the destination's
+    istiod), every other namespace's where they went. One object, so one write: no instant with two or none."""
+    plain = without_canary(injector)
+    copies = []
+    for hook in plain["webhooks"]:
+        client = dict(hook.get("clientConfig") or {})
+        client["service"] = {**client.get("service", {}), "namespace": service[0], "name": service[1]}
+        copies.append({**_narrowed(hook, _names("In", namespaces)), "name": COPY_PREFIX + hook["name"],
+                       "clientConfig": client})
+    own = [_narrowed(hook, _names("NotIn", namespaces)) for hook in plain["webhooks"]]
+    return {**plain, "webhooks": own + copies}
+
+
+def folded(live: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, Any]:
+    """The live default injector with the switch's declared labels and webhooks (no canary webhooks), each keeping
+    the caBundle istiod keeps current on the live one: the switch made in one write where a canary is to be
+    removed, so that the stack's own write of the switch finds nothing left to do."""
+    bundles = {h["name"]: (h.get("clientConfig") or {}).get("caBundle") for h in live.get("webhooks") or []}
+    hooks = []
+    for hook in declared["webhooks"]:
+        client = dict(hook.get("clientConfig") or {})
+        if bundles.get(hook["name"]):
+            client["caBundle"] = bundles[hook["name"]]
+        hooks.append({**hook, "clientConfig": client})
+    metadata = {**live["metadata"], "labels": dict(declared["metadata"].get("labels") or {})}
+    return {**live, "metadata": metadata, "webhooks": hooks}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,15 +128,18 @@ class Verdict:
 
 def judge(namespaces: Sequence[str], labels: Mapping[str, Mapping[str, str]], pods: Iterable[Mapping[str, Any]],
           controllers: Mapping[ObjectId, Mapping[str, Any]], webhooks: list[Mapping[str, Any]],
-          served: Iterable[ConnectedProxy], destination: str, revision: str) -> Verdict:
-    """The canary gate over namespaces: each still on revision's injector; every running pod with a proxy on the
-    destination plane (pod spec), connected to one of its istiods and in sync with it (live view: every xDS type
-    SYNCED or NOT_SENT), Ready, its istio-proxy never restarted; no pod lacking the sidecar it would be given."""
+          served: Iterable[ConnectedProxy], destination: str) -> Verdict:
+    """The canary gate over namespaces: the new pods of each sent to the destination's istiod alone (the live
+    webhooks and the namespace's live labels); every running pod with a proxy on the destination plane (pod spec),
+    connected to one of its istiods and in sync with it (live view: every xDS type SYNCED or NOT_SENT), Ready, its
+    istio-proxy never restarted; no pod lacking the sidecar it would be given."""
     canary, bad, left, proven = set(namespaces), [], [], 0
+    name, namespace = service_of(destination).split(".")
     for ns in namespaces:
-        if not on_revision(labels.get(ns, {}), revision):
-            bad.append(f"namespace {ns}: labels {injection_labels(labels.get(ns, {})) or 'none'} instead of {REVISION}={revision} alone: its new pods "
-                       f"are not injected by the new plane (did a controller put {INJECTION} back?)")
+        calls = injection_services(webhooks, labels.get(ns, {}))
+        if calls != [(namespace, name)]:
+            sent = ", ".join(f"{n}.{s}" for s, n in calls) or "no injector"
+            bad.append(f"namespace {ns}: its new pods are sent to {sent}, not to {name}.{namespace} alone")
     connected = {(p.namespace, p.pod): p for p in served}
     for pod in pods:
         meta = pod["metadata"]

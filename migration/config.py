@@ -76,8 +76,9 @@ class MigrationConfig:
     unmanaged_pods_timeout_seconds: int
     """How long `wait` waits for those pods to finish before the update fails, naming them."""
     canary_namespaces: tuple[str, ...]
-    """Namespaces moved first, before the default injector is switched (relabelled to the new revision, their
-    workloads moved, proven on the live mesh by the canary gate, then soaked); empty: the whole mesh in one wave."""
+    """Namespaces moved first, before the default injector is switched (their new pods sent to the new istiod by one
+    write of the default injector, their workloads moved, proven on the live mesh by the canary gate, then soaked);
+    empty: the whole mesh in one wave."""
     canary_soak_seconds: int
     """How long the canary runs on the new plane before the gate looks again and the rest proceeds."""
     canary_only: bool

@@ -17,7 +17,7 @@ from migration import guard, helm, istioctls, plan, render, versions
 from migration.args import (CanaryArgs, ControlPlaneArgs, DefaultTagArgs, GatewayArgs, GuardArgs, HelmHandOverArgs,
                             IstioCrdsArgs, MigrationSteps, PutBackArgs, ReleaseArgs, RetiredRevisionArgs, RolloutsArgs,
                             ServingCheckArgs, TeardownArgs, UnmanagedPodsArgs, VerificationArgs, WebhookSwitchArgs)
-from migration.canary import injection_labels, on_default_path, on_revision
+from migration.canary import canary_namespaces, injection_labels, on_default_path
 from migration.config import MigrationConfig
 from migration.gateway import GatewayLayout, gateway_objects, gateway_patches
 from migration.marks import (adoptable, annotated, installed_by_istioctl, made_here, proven_by_serving_check, protected,
@@ -187,13 +187,28 @@ def _release(cfg: MigrationConfig, live: LiveMesh) -> ReleaseArgs | None:
     return ReleaseArgs(keep_guard=cfg.keep_guard)
 
 
+def _live_canary(live: LiveMesh) -> tuple[str, ...]:
+    """The canary namespaces the live default injector holds (a canary made, not yet switched or put back)."""
+    found = plan.default_injectors(live)
+    return canary_namespaces(found[0]) if found else ()
+
+
 def _check_canary(cfg: MigrationConfig, live: LiveMesh, new_service: str) -> None:
-    """Refuse canary namespaces the canary cannot move with one label write, and canaryOnly once the mesh moved."""
+    """Refuse canary namespaces off the default injection path (the canary moves what the default injector
+    injects), canaryOnly once the mesh moved, and a run that declares no canary while the default injector holds
+    one: the switch folds a canary in only after a canary step of its stack (live.fold)."""
+    held = _live_canary(live)
+    if held and not cfg.canary_namespaces:
+        raise plan.PreflightRefused(
+            f"the default injector holds a canary of {', '.join(held)} (its new pods go to the new istiod), but "
+            f"kf-istio-migrate:canaryNamespaces is not set: set it back to {json.dumps(list(held))} to finish the "
+            f"move (`pulumi config rm kf-istio-migrate:canaryOnly` alone ends canary-only runs), or run the legacy "
+            f"stack to go back")
     for ns in cfg.canary_namespaces:
         labels = live.namespaces.get(ns)
         if labels is None:
             raise plan.PreflightRefused(f"canary namespace {ns} (kf-istio-migrate:canaryNamespaces) does not exist")
-        if not (on_default_path(labels) or on_revision(labels, cfg.revision)):
+        if not on_default_path(labels):
             raise plan.PreflightRefused(
                 f"canary namespace {ns} is not on the default injection path (labels "
                 f"{injection_labels(labels) or 'none'}, not "
@@ -221,9 +236,10 @@ def _default_tag(cfg: MigrationConfig, steps: plan.MigrationPlan, live: LiveMesh
 
 def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.MigrationPlan, found: Moves,
            left: tuple[str, str], target: KubeTarget, version: str, default_tag: DefaultTagArgs | None,
-           plane: list[dict[str, Any]]) -> MigrationSteps:
+           plane: list[dict[str, Any]], live_canary: tuple[str, ...]) -> MigrationSteps:
     """left: the istiod address and revision of the plane moved away from; version: the Istio version of the plane
-    moved to, whose istioctl asks the control planes which proxies they serve (the in-use gate's live view). The
+    moved to, whose istioctl asks the control planes which proxies they serve (the in-use gate's live view);
+    live_canary: the canary the way back finds on the default injector. The
     canary namespaces' workloads move with the canary, the rest after the switch. Handed over, the switch keeps
     neither the injector (default_tag's) nor a validator the plane declares (the base chart's, handed to Helm)."""
     injector = None if default_tag else protected(adoptable(steps.default_injector))
@@ -241,7 +257,8 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
     return MigrationSteps(
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
                                  target=target),
-        switch=WebhookSwitchArgs(injector=injector, validator=validator),
+        switch=WebhookSwitchArgs(injector=injector, validator=validator, target=target,
+                                 live_canary=live_canary),
         rollouts=RolloutsArgs(
             batches=plan.rollout_batches(rest, cfg.rollout_strategy),
             strategy=cfg.rollout_strategy, parallelism=cfg.rollout_parallelism,
@@ -253,7 +270,8 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
         teardown=TeardownArgs(objects=steps.teardown, target=target),
         teardown_name=("teardown-legacy-control-plane" if cfg.topology == "migrated"
                        else "teardown-migrated-control-plane"),
-        canary=(CanaryArgs(namespaces=cfg.canary_namespaces, workloads=canary, soak_seconds=cfg.canary_soak_seconds,
+        canary=(CanaryArgs(namespaces=cfg.canary_namespaces, injector=steps.default_injector["metadata"]["name"],
+                           workloads=canary, soak_seconds=cfg.canary_soak_seconds,
                            parallelism=cfg.rollout_parallelism, check=verification)
                 if cfg.canary_namespaces else None),
         canary_only=cfg.canary_only,
@@ -359,7 +377,7 @@ def decide(cfg: MigrationConfig, renders: render.Renders, live: LiveMesh, target
     default_tag = _default_tag(cfg, steps, live, target) if steps else None
     moving = _steps(cfg, topology, steps, found, (leaving, leaving_revision), target,
                     (renders.versions.migrated if migrated else renders.versions.legacy).version,
-                    default_tag, objects) if steps else None
+                    default_tag, objects, () if migrated else _live_canary(live)) if steps else None
     return Decisions(
         target=target, crds=crds,
         control_plane=ControlPlaneArgs(namespace=cfg.control_plane_namespace, revision=cfg.control_plane_revision,

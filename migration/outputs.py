@@ -61,9 +61,10 @@ def _phase(steps: MigrationSteps | None, version_plan: VersionPlan | None = None
     if steps is None:
         return "nothing to move"
     if version_plan and (previous := version_plan.previous):  # the same text during the upgrade and after it
+        first = f"the canary ({', '.join(steps.canary.namespaces)}) moves and is proven, " if steps.canary else ""
         return (f"upgrade: istiod-{revision} ({version_plan.migrated.version}) comes beside istiod-"
-                f"{previous.revision} ({previous.plane.version}), the default injector and validator switch to it, "
-                f"every workload restarts, then istiod-{previous.revision}'s objects are deleted")
+                f"{previous.revision} ({previous.plane.version}), {first}the default injector and validator switch "
+                f"to it, every workload restarts, then istiod-{previous.revision}'s objects are deleted")
     if steps.put_back:
         return "the way back: every namespace and workload returns to the legacy plane"
     if steps.canary is None:
@@ -84,7 +85,7 @@ def _canary_output(steps: MigrationSteps | None) -> dict[str, Any]:
             "workloadMoves": _moves_output(Moves(steps.canary.workloads, ())),
             "restartedWorkloads": len(steps.canary.workloads),
             "gate": "every proxy connected and SYNCED to the new istiod (istioctl proxy-status), every pod Ready, "
-                    "no istio-proxy restart, each namespace still on the revision; again after the soak"}
+                    "no istio-proxy restart, each namespace's new pods still sent to the new istiod; again after the soak"}
 
 
 def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None,

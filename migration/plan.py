@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from migration.analysis import errors
+from migration.canary import without_canary
 from migration.config import MigrationConfig
 from migration.marks import PROTECTED_LABEL, made_here
 from migration.live_mesh import CA_SECRET_NAMES, LiveMesh
@@ -220,7 +221,9 @@ def _switch(live: LiveMesh, cfg: MigrationConfig, namespace: str, service: str, 
             teardown_objects: list[dict[str, Any]], extra_teardown: tuple[tuple[str, str, str], ...],
             ca_secret: dict[str, Any] | None) -> MigrationPlan:
     """Send the default injection path and validation to namespace/service, restart, then tear the rest down."""
-    injector = retarget(_default_injector(live, cfg), "MutatingWebhookConfiguration", namespace, service, revision)
+    # Never a canary's webhooks (live.fold removes them in the switch's write).
+    injector = retarget(without_canary(_default_injector(live, cfg)), "MutatingWebhookConfiguration", namespace,
+                        service, revision)
     validator = _default_validator(live)
     if validator is not None:
         validator = retarget(validator, "ValidatingWebhookConfiguration", namespace, service, revision)

@@ -237,10 +237,12 @@ def _retiring(cfg: MigrationConfig, istiods: list[dict], own: dict[str, _Own]) -
         raise PreflightRefused(f"kf-istio-migrate:revision {cfg.revision}: {where}, and handOver "
                                f"{cfg.hand_over} has let go of the mesh: its next owner upgrades it with Istio's tools "
                                f"(docs/runbook.md, step 9)")
-    if cfg.canary_namespaces:
-        raise PreflightRefused(f"kf-istio-migrate:canaryNamespaces: {where}; the stack's upgrade moves the whole mesh "
-                               f"in one wave (canaries are for the move): `pulumi config rm "
-                               f"kf-istio-migrate:canaryNamespaces`")
+    if cfg.canary_only:
+        # Stopping after the canary would leave the retiring revision undeclared, and the engine deletes what a
+        # stack no longer declares at the end of the update.
+        raise PreflightRefused(f"kf-istio-migrate:canaryOnly: {where}; the stack's upgrade runs its canary and the "
+                               f"rest in one `pulumi up` (the canary gate holds the switch until the canary "
+                               f"namespaces are proven): `pulumi config rm kf-istio-migrate:canaryOnly`")
     return next(iter(others.values()))
 
 

@@ -63,3 +63,12 @@ def injectors(configs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The Istio sidecar injectors among MutatingWebhookConfigurations (webhooks named *sidecar-injector.istio.io)."""
     return [c for c in configs if c.get("kind", "MutatingWebhookConfiguration") == "MutatingWebhookConfiguration"
             and any(h["name"].endswith("sidecar-injector.istio.io") for h in c.get("webhooks") or [])]
+
+
+def injection_services(configs: Iterable[Mapping[str, Any]], namespace_labels: Labels) -> list[tuple[str, str]]:
+    """(namespace, name) of the Service called by each Istio injector webhook that a pod without labels created in a
+    namespace with namespace_labels meets: exactly one entry where the namespace has one injector."""
+    return [called_service(hook) for config in injectors(configs) for hook in config.get("webhooks") or []
+            if hook["name"].endswith("sidecar-injector.istio.io")
+            and selector_matches(hook.get("namespaceSelector"), namespace_labels)
+            and selector_matches(hook.get("objectSelector"), {})]

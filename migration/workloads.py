@@ -24,7 +24,7 @@ import json
 from typing import Any, Iterable, Mapping
 
 from migration.live_mesh import ObjectId
-from migration.webhooks import injectors, matching_webhooks
+from migration.webhooks import injectors, selector_matches
 
 INJECT = "sidecar.istio.io/inject"
 INJECT_YES = ("y", "yes", "true", "on")  # what istiod's injectRequired accepts as "inject"
@@ -101,8 +101,9 @@ def expects_sidecar(pod: Mapping[str, Any], namespace_labels: Mapping[str, str],
     if (choice and choice.lower() not in INJECT_YES) or pod["spec"].get("hostNetwork"):
         return False
     planes = set(planes)
-    ours = [c for c in injectors(webhooks) if any(_hook_service(h) in planes for h in c.get("webhooks") or [])]
-    return bool(matching_webhooks(ours, namespace_labels, labels))
+    return any(_hook_service(hook) in planes and selector_matches(hook.get("namespaceSelector"), namespace_labels)
+               and selector_matches(hook.get("objectSelector"), labels)
+               for config in injectors(webhooks) for hook in config.get("webhooks") or [])
 
 
 def _hook_service(hook: Mapping[str, Any]) -> str:

@@ -51,15 +51,15 @@ WRITTEN = {
         f"-m live.verify {TO} --istiod {NEW} --leaving {OLD} --timeout 900 --revision kf-1-30 --leaving-revision "
         "default --analysis-before - --istioctl-version 1.30.1 --istioctl '/opt/istio 1.30/bin/istioctl' "
         "--require-live-view"),
-    "canary": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a", "team b"), workloads=(), soak_seconds=60,
-                                        parallelism=5, check=ON_PATH)),
+    "canary": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a", "team b"), injector="istio-sidecar-injector",
+                                        workloads=(), soak_seconds=60, parallelism=5, check=ON_PATH)),
         f"-m live.canary {TO} --istiod {NEW} --leaving {OLD} --revision kf-1-30 --leaving-revision default "
-        f"--namespaces 'kubeflow-user-a,team b' --soak 60 --timeout 600 --limit 5 --wave {WAVE} "
+        f"--injector istio-sidecar-injector --namespaces 'kubeflow-user-a,team b' --soak 60 --timeout 600 --limit 5 --wave {WAVE} "
         "--istioctl-version 1.30.1"),
-    "canary, no soak": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a",), workloads=(), soak_seconds=0,
-                                                 parallelism=1, check=CONFIGURED)),
+    "canary, no soak": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a",), injector="istio-sidecar-injector",
+                                                 workloads=(), soak_seconds=0, parallelism=1, check=CONFIGURED)),
         f"-m live.canary {TO} --istiod {NEW} --leaving {OLD} --revision kf-1-30 --leaving-revision default "
-        f"--namespaces kubeflow-user-a --soak 0 --timeout 900 --limit 1 --wave {WAVE} --istioctl-version 1.30.1 "
+        f"--injector istio-sidecar-injector --namespaces kubeflow-user-a --soak 0 --timeout 900 --limit 1 --wave {WAVE} --istioctl-version 1.30.1 "
         "--istioctl '/opt/istio 1.30/bin/istioctl'"),
     "canary put back": (put_back_script(PutBackArgs(revision="kf-1-30", target=TARGET)),
         f"-m live.canary {TO} --put-back --revision kf-1-30"),

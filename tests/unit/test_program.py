@@ -75,7 +75,7 @@ COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "
                    "unmanaged-pods": "kfistio:migration:UnmanagedPods", "analyze-before": "kfistio:migration:MeshAnalysis",
                    "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown",
                    "ingress-gateway-unlabel-pods-": "kfistio:kubeflow:IngressGateway",
-                   "guard-enforced": "kfistio:migration:Guard"}
+                   "guard-enforced": "kfistio:migration:Guard", "webhook-switch-fold": "kfistio:migration:WebhookSwitch"}
 
 
 def test_every_resource_is_parented_to_its_component(stack):
@@ -165,8 +165,9 @@ def test_migration_steps_are_ordered():
     by_urn = {r.urn: r for r in registered}
     names = lambda r: {by_urn[d].name for d in r.dependencies if d in by_urn}  # noqa: E731
     named = {r.name: r for r in registered if r.custom}  # a check component and its Command share a name
-    switch = [r for r in registered if r.name.startswith("webhook-switch-")]
+    switch = [r for r in registered if r.name.startswith("webhook-switch-") and r.kind.endswith("Configuration")]
     assert len(switch) == 2 and all("istiod-serving" in names(r) for r in switch)
+    assert "webhook-switch-fold" in names(switch[0]), "a canary's webhooks are folded in before the injector's write"
     assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["istiod-serving"])
     assert "control-plane-secret-istio-system-istio-ca-secret" in names(
         named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
@@ -265,7 +266,8 @@ def test_a_stack_holding_the_default_webhooks_switches_them_in_place():
     resource instead of importing a new one and deleting the old at the end (every namespace without injector)."""
     registered = run_program("legacy", STACKS["legacy"], stopped_before_the_switch())
     plane = next(r for r in registered if r.type == "kfistio:istio:ControlPlane")
-    switched = [r for r in registered if r.custom and r.parent.endswith("WebhookSwitch::webhook-switch")]
+    switched = [r for r in registered if r.custom and r.parent.endswith("WebhookSwitch::webhook-switch")
+                and r.kind.endswith("Configuration")]
     assert {r.object_name for r in switched} == {"istio-revision-tag-default-kubeflow", "istiod-default-validator"}
     for r in switched:
         assert [a for a in r.aliases if a[0]] == [(resource_name("control-plane", r.inputs), plane.urn)], r.name
@@ -294,7 +296,7 @@ def test_guard_protects_the_new_plane_and_comes_last():
     registered = run_program("migrated", STACKS["migrated"], charm_install())
     label = lambda r: r.inputs["metadata"].get("labels", {}).get("kfistio.io/protected")  # noqa: E731
     plane = [r for r in registered if r.parent.endswith("ControlPlane::control-plane")]
-    switched = [r for r in registered if r.name.startswith("webhook-switch-")]
+    switched = [r for r in registered if r.name.startswith("webhook-switch-") and r.kind.endswith("Configuration")]
     assert plane and all(label(r) == "true" for r in plane + switched)
     gateway = [r for r in registered if r.parent.endswith("IngressGateway::ingress-gateway")
                and r.type.startswith("kubernetes:")]

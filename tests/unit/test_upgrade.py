@@ -60,6 +60,22 @@ def test_the_upgrade_leaves_the_retiring_revision_and_records_it_on_the_new_isti
     assert decided.outputs["leavingIstiodAddress"] == RETIRING != NEW_ISTIOD
 
 
+def test_an_upgrade_with_a_canary_sends_the_canary_to_the_next_revision_first():
+    """canaryNamespaces during the upgrade: the canary calls the new revision's istiod and moves off the retiring
+    one, the phase says so, and the switch declares no canary webhook (the fold removes them in its write)."""
+    renders = recorded.renders(CFG)
+    previous = RetiringPlane("kf-1-29", PlaneVersion(recorded.PINNED))
+    versions = dataclasses.replace(renders.versions, retiring=previous, previous=previous)
+    namespace = next(iter(charm_install().pods))["metadata"]["namespace"]
+    decided = decide(dataclasses.replace(CFG, canary_namespaces=(namespace,)),
+                     dataclasses.replace(renders, versions=versions), moved("istiod-kf-1-29"), TARGET)
+    canary = decided.steps.canary
+    assert canary.namespaces == (namespace,) and canary.check.istiod_address == NEW_ISTIOD
+    assert canary.check.leaving == RETIRING and canary.injector == decided.steps.switch.injector["metadata"]["name"]
+    assert f"the canary ({namespace}) moves and is proven, the default injector" in decided.outputs["phase"]
+    assert not [h for h in decided.steps.switch.injector["webhooks"] if h["name"].startswith("canary.")]
+
+
 def test_once_done_the_same_steps_are_declared_from_the_record():
     during, after = upgrade(recorded.PINNED), upgrade(recorded.PINNED, retiring=False)
     assert after.steps.verification == during.steps.verification and after.retired == during.retired

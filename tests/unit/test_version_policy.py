@@ -268,8 +268,8 @@ def test_going_back_from_an_upgrade_is_allowed_to_the_version_it_replaced_only()
      r"revision at a time"),
     ({"revision": "kf-1-25", "handOver": "release"}, [own("kf-1-24", "1.24.3")],
      r"handOver release has let go of the mesh: its next owner upgrades it"),
-    ({"revision": "kf-1-25", "canaryNamespaces": ["user1"]}, [own("kf-1-24", "1.24.3")],
-     r"kf-istio-migrate:canaryNamespaces: .* the stack's upgrade moves the whole mesh in one wave"),
+    ({"revision": "kf-1-25", "canaryNamespaces": ["user1"], "canaryOnly": True}, [own("kf-1-24", "1.24.3")],
+     r"kf-istio-migrate:canaryOnly: .* the stack's upgrade runs its canary and the rest in one `pulumi up`"),
 ])
 def test_an_upgrade_the_stack_cannot_retire_safely_is_refused_naming_the_key_and_the_fix(raw, live, refusal):
     with pytest.raises(PreflightRefused, match=refusal):
