@@ -1,11 +1,10 @@
-"""The canary phase on the charm-shaped fixture with four profiles, in the order an operator lives it: a canary a
-controller undoes fails by name and is put back, and so does one whose proxy rejects its configuration; the same
-canary with the stock profile controller moves two profiles only (canaryOnly); the next `pulumi up` moves the other
-two without touching the canary again; the way back returns the canary namespaces to the default injection path.
-Kubeflow's
-profile controller cannot run here: demo.profile_controller reconciles the profile namespaces as its code does
-(the upstream v1.10 controller of Charmed Kubeflow 1.10, and Charmed Kubeflow 2.0's fork that forces
-istio-injection=enabled). The tests share one cluster and run in file order, each starting where the last ended."""
+"""The canary phase on the charm-shaped fixture with four profiles, in the order an operator lives it, with Charmed
+Kubeflow 2.0's profile controller (which forces istio-injection=enabled on every reconcile) running throughout: a
+canary whose proxy rejects its configuration fails by name and is put back; the same canary holds and moves two
+profiles only (canaryOnly); the way back from there folds the canary into the legacy stack's switch; then the canary
+and the rest move in one `pulumi up`. Kubeflow's profile controller cannot run here: demo.profile_controller
+reconciles the profile namespaces as its code does (the fork; its unforced upstream v1.10 variant is unit-tested, it
+writes less). The tests share one cluster and run in file order, each starting where the last ended."""
 
 from __future__ import annotations
 
@@ -17,9 +16,10 @@ import yaml
 
 from demo import fixture
 from demo.observe import InjectorHistory, read, snapshot
-from demo.profile_controller import FORK, UPSTREAM, ProfileController
+from demo.profile_controller import FORK, ProfileController
 from devcluster import toolchain
 from live.verify import proxy_status
+from migration.canary import COPY_PREFIX, canary_namespaces
 from migration.workloads import proxy_address
 from tests.support import (DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, every_sidecar_on, fresh_workspace,
                            new_pods_get, nothing_lost, one_injector_throughout, purged, roll_back_and_check, run)
@@ -40,22 +40,34 @@ def workspace():
         yield ws, snapshot(ws.env)
 
 
-def up_watched(ws, variant: str, relabelled: list[str] = CANARY):
-    """`pulumi up --stack migrated` while the injector history is followed and the profile controller (variant)
-    reconciles every profile namespace it sees change; one injector per profile namespace in every state, and the
-    history holds a state of each namespace in relabelled (the canary's) being relabelled."""
-    controller, history = ProfileController(str(ws.cluster.kubeconfig), variant), InjectorHistory(
-        str(ws.cluster.kubeconfig), PROFILES)
-    controller.start()
+@pytest.fixture(scope="module")
+def controller(workspace):
+    """Charmed Kubeflow 2.0's profile controller, reconciling every profile namespace for the whole module."""
+    forced = ProfileController(str(workspace[0].cluster.kubeconfig), FORK)
+    forced.start()
+    yield forced
+    forced.stop()
+
+
+def canary_held(states: list[dict]) -> list[dict]:
+    """The states in which the default injector's canary webhooks took the canary namespaces, and only them."""
+    def by_canary(state, ns):
+        return [hook for hook in state["injected_by"][ns] if hook.split("/", 1)[1].startswith(COPY_PREFIX)]
+    return [s for s in states if all(by_canary(s, ns) for ns in CANARY)
+            and not any(by_canary(s, ns) for ns in set(PROFILES) - set(CANARY))]
+
+
+def up_watched(ws, stack: str = "migrated") -> tuple:
+    """`pulumi up --stack STACK` while the injector history is followed: one injector per profile namespace in every
+    state; returns the result and the states."""
+    history = InjectorHistory(str(ws.cluster.kubeconfig), PROFILES)
     history.start()
     try:
-        return ws.up("migrated", check=False), controller
+        result = ws.up(stack, check=False)
     finally:
         states = history.stop()
-        controller.stop()
         one_injector_throughout(states)
-        seen = {s["change"].split()[1] for s in states if s["change"].startswith("Namespace ")}
-        assert set(relabelled) <= seen, f"no state of a canary namespace's relabel: {sorted(seen)}"
+    return result, states
 
 
 def diagnostics(result) -> str:
@@ -80,30 +92,13 @@ def labels(ws, namespace: str) -> dict[str, str]:
     return read(ws.env, "namespaces", name=namespace)["metadata"].get("labels") or {}
 
 
-def default_injector_calls(ws) -> str:
-    hook = read(ws.env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)["webhooks"][0]
-    return hook["clientConfig"]["service"]["namespace"]
+def default_injector(ws) -> dict:
+    return read(ws.env, "mutatingwebhookconfigurations", name=DEFAULT_INJECTOR)
 
 
-def test_a_canary_a_controller_undoes_fails_by_name_and_is_put_back(workspace):
-    """Charmed Kubeflow 2.0's controller puts istio-injection=enabled back on the relabelled namespaces: their new
-    pods go to the default injector (still one injector), the gate fails naming the namespaces and the pods, the
-    default injector is never switched, and the canary is put back: every pod on the old plane."""
-    ws, before = workspace
-    result, controller = up_watched(ws, FORK)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, diagnostics(result)
-    assert {ns for ns, _ in controller.updates} == set(CANARY), "the fork's controller put the label back"
-    for ns in CANARY:
-        assert f"canary gate: namespace {ns}: labels" in output, diagnostics(result)
-        assert labels(ws, ns).get("istio-injection") == "enabled" and "istio.io/rev" not in labels(ws, ns)
-    assert "canary failed and put back" in output
-    assert default_injector_calls(ws) == "kubeflow", "the default injector was switched"
-    elsewhere = {pod: proxy_address(p) for pod, p in running_pods(ws).items()
-                 if proxy_address(p) not in (None, LEGACY_ISTIOD)}
-    assert not elsewhere, f"pods not on the old plane after the canary was put back: {elsewhere}"
-    assert served(ws, "istio-system", "kf-1-30") == []
-    nothing_lost(ws.env, before)
+def default_injector_calls(ws) -> set[str]:
+    """The namespaces of the istiods the default injector's webhooks call."""
+    return {hook["clientConfig"]["service"]["namespace"] for hook in default_injector(ws)["webhooks"]}
 
 
 def set_fault(ws, reason: str | None) -> None:
@@ -114,44 +109,56 @@ def set_fault(ws, reason: str | None) -> None:
     run(["kubectl", "-n", CANARY[0], "rollout", "status", "deployment/notebook-0", "--timeout=120s"], ws.env)
 
 
-def test_a_canary_whose_proxy_rejects_its_configuration_fails_by_name_and_is_put_back(workspace):
+def on_the_old_plane(ws, before) -> None:
+    """Every pod on the old plane, the new one serving none, the default injector as before the canary (no canary
+    webhook, every one calling the old istiod), nothing lost."""
+    elsewhere = {pod: proxy_address(p) for pod, p in running_pods(ws).items()
+                 if proxy_address(p) not in (None, LEGACY_ISTIOD)}
+    assert not elsewhere, f"pods not on the old plane: {elsewhere}"
+    assert served(ws, "istio-system", "kf-1-30") == []
+    assert canary_namespaces(default_injector(ws)) == () and default_injector_calls(ws) == {"kubeflow"}
+    nothing_lost(ws.env, before)
+
+
+def test_a_canary_whose_proxy_rejects_its_configuration_fails_by_name_and_is_put_back(workspace, controller):
     """A canary workload whose proxy NACKs what the new istiod pushes (istiod reports it ERROR, with the proxy's
-    reason): the gate names the pod and why, the default injector is never switched, every pod ends on the old
-    plane; the next `pulumi up`, with the fault removed, succeeds (the next test)."""
+    reason): the gate names the pod and why, the default injector is written back as it was (the canary held in
+    between: the canary namespaces' new pods went to the new istiod), every pod ends on the old plane."""
     ws, before = workspace
     set_fault(ws, "listener rejected by the test")
     try:
-        result, _ = up_watched(ws, UPSTREAM)
+        result, states = up_watched(ws)
         output = result.stdout + result.stderr
         assert result.returncode != 0, diagnostics(result)
         named = re.findall(rf"{CANARY[0]}/notebook-0-\S+: not in sync with istiod istiod-kf-1-30-\S+: (.*)", output)
         assert named and "ERROR: listener rejected by the test" in named[0], diagnostics(result)
         assert "canary failed and put back" in output
-        assert default_injector_calls(ws) == "kubeflow", "the default injector was switched"
-        elsewhere = {pod: proxy_address(p) for pod, p in running_pods(ws).items()
-                     if proxy_address(p) not in (None, LEGACY_ISTIOD)}
-        assert not elsewhere, f"pods not on the old plane after the canary was put back: {elsewhere}"
+        assert canary_held(states) and not canary_held(states[-1:]), "the canary held, then was put back"
+        on_the_old_plane(ws, before)
         for ns in CANARY:
             assert labels(ws, ns).get("istio-injection") == "enabled" and "istio.io/rev" not in labels(ws, ns)
-        nothing_lost(ws.env, before)
     finally:
         set_fault(ws, None)
 
 
-def test_canary_only_moves_the_canary_namespaces_alone_and_proves_them_synced(workspace):
-    """With the stock controller (it re-applies only its config labels), `canaryOnly`: exactly the two canary
-    namespaces' proxies are connected and SYNCED to the new istiod in the live view, every other profile stays on
-    the old one, and the outputs say what moved and what is left."""
+def test_canary_only_holds_under_a_controller_that_forces_istio_injection(workspace, controller):
+    """`canaryOnly`, with the fork's controller reconciling: exactly the two canary namespaces' proxies are
+    connected and SYNCED to the new istiod in the live view, their new pods go to it, every other profile stays on
+    the old one; the controller never had a label to put back; the outputs say what moved."""
     ws, before = workspace
     ws.set_config("migrated", "kf-istio-migrate:canaryOnly", "true")
+    ws.init("migrated")
     preview = json.loads(ws.pulumi("preview", "--stack", "migrated", "--json").stdout)
     said = " ".join(d.get("message", "") for d in preview.get("diagnostics") or [])
     assert f"this update: canary only: {', '.join(CANARY)}" in said, said
     steps = {s["urn"].rsplit("::", 1)[-1]: s for s in preview["steps"]}
     assert set(json.loads(steps["canary"]["newState"]["inputs"]["stdin"])) == set(CANARY)
     assert not [name for name in steps if name.startswith(("rollout", "webhook-switch"))]
-    result, _ = up_watched(ws, UPSTREAM)
+    updates = len(controller.updates)
+    result, states = up_watched(ws)
     assert result.returncode == 0, diagnostics(result)
+    assert canary_held(states[-1:]), "the canary holds after the update"
+    assert len(controller.updates) == updates, "no label of a profile namespace changed"
     outputs = ws.outputs("migrated")
     assert outputs["phase"].startswith("canary only: " + ", ".join(CANARY)), outputs["phase"]
     assert outputs["canary"]["namespaces"] == CANARY and outputs["canary"]["restartedWorkloads"] == 4
@@ -163,45 +170,50 @@ def test_canary_only_moves_the_canary_namespaces_alone_and_proves_them_synced(wo
     on_old = {p.namespace for p in old_plane}
     assert set(PROFILES) - set(CANARY) <= on_old and not on_old & set(CANARY)
     for ns in CANARY:
-        assert labels(ws, ns).get("istio.io/rev") == "kf-1-30" and "istio-injection" not in labels(ws, ns)
+        assert labels(ws, ns).get("istio-injection") == "enabled" and "istio.io/rev" not in labels(ws, ns)
         assert labels(ws, ns).get("app.kubernetes.io/part-of") == "kubeflow-profile"
-    assert default_injector_calls(ws) == "kubeflow"
+    new_pods_get(ws.env, CANARY[0], NEW_ISTIOD)
+    new_pods_get(ws.env, PROFILES[0], LEGACY_ISTIOD)
+    assert canary_namespaces(default_injector(ws)) == tuple(CANARY)
     nothing_lost(ws.env, before)
 
 
-def test_the_next_up_moves_the_rest_and_not_the_canary_again(workspace):
-    """`pulumi config rm ...canaryOnly`, `pulumi up`: the rest moves, the canary's pods are the same pods (UIDs),
-    every sidecar ends on the new istiod."""
-    ws, before = workspace
-    canary_pods = {pod: p["metadata"]["uid"] for pod, p in running_pods(ws).items()
-                   if pod.split("/")[0] in CANARY and proxy_address(p)}
-    stack_file = ws.dir / "Pulumi.migrated.yaml"
+def without_canary_config(ws, stack: str) -> None:
+    """The stack's file without canaryOnly (and, for the legacy stack, without any canary key)."""
+    stack_file = ws.dir / f"Pulumi.{stack}.yaml"
     settings = yaml.safe_load(stack_file.read_text())
-    del settings["config"]["kf-istio-migrate:canaryOnly"]
+    settings["config"] = {k: v for k, v in settings["config"].items()
+                          if (k != "kf-istio-migrate:canaryOnly" if stack == "migrated" else "canary" not in k)}
     stack_file.write_text(yaml.safe_dump(settings, sort_keys=False))
-    result, _ = up_watched(ws, UPSTREAM, relabelled=[])  # the rest moves by the default path's switch
+
+
+def test_the_way_back_from_the_canary_folds_it_into_the_switch(workspace, controller):
+    """The legacy stack run while the canary holds: one write of the default injector removes the canary's webhooks
+    and points every namespace at the old istiod (the switch's own write would have kept them beside it: two
+    injectors); one injector throughout, every pod and new pod on the old istiod."""
+    ws, _ = workspace
+    without_canary_config(ws, "legacy")
+    roll_back_and_check(ws, PROFILES)  # also: the migrated plane gone, nothing lost
+    assert canary_namespaces(default_injector(ws)) == () and default_injector_calls(ws) == {"kubeflow"}
+
+
+def test_the_canary_then_the_rest_in_one_up(workspace, controller):
+    """Migrating again after the way back, without canaryOnly: the canary moves and is proven, then the default
+    injector is switched with the canary folded into that write, and the rest moves; the canary's pods moved in the
+    canary phase only."""
+    ws, before = workspace
+    without_canary_config(ws, "migrated")
+    # As the runbook migrates again after a way back: the stack afresh (a stack records one migration).
+    ws.pulumi("stack", "rm", "migrated", "--force", "--yes", "--preserve-config")
+    result, states = up_watched(ws)
     assert result.returncode == 0, diagnostics(result)
-    after = {pod: p["metadata"]["uid"] for pod, p in running_pods(ws).items() if pod in canary_pods}
-    assert after == canary_pods, "a canary pod was restarted again"
+    assert canary_held(states), "the canary held before the switch"
     account = ws.outputs("migrated")["moveAccount"]
     assert sorted((m["phase"], m["namespace"], m["kind"], m["name"], m["way"]) for m in account["moved"]) == sorted(
         ("canary" if ns in CANARY else "rollout", ns, "Deployment", f"notebook-{i}", "restart")
         for ns in PROFILES for i in range(SIZE.deployments))
     assert all(m["seconds"] > 0 for m in account["moved"]) and account["left"] == []
     every_sidecar_on(ws, NEW_ISTIOD, LEGACY_ISTIOD, "migrated")
+    assert canary_namespaces(default_injector(ws)) == () and default_injector_calls(ws) == {"istio-system"}
     nothing_lost(ws.env, before)
-
-
-def test_the_way_back_returns_the_canary_namespaces_to_the_default_injection_path(workspace):
-    """The legacy stack (no canary config: the way back moves everything at once) puts the namespaces on revision
-    kf-1-30 back on istio-injection=enabled before their workloads move: once the migrated plane is gone, its
-    revision injects nothing, and their new pods must still get a sidecar."""
-    ws, _ = workspace
-    stack_file = ws.dir / "Pulumi.legacy.yaml"
-    settings = yaml.safe_load(stack_file.read_text())
-    settings["config"] = {k: v for k, v in settings["config"].items() if "canary" not in k}
-    stack_file.write_text(yaml.safe_dump(settings, sort_keys=False))
-    roll_back_and_check(ws, PROFILES)
-    for ns in CANARY:
-        assert labels(ws, ns).get("istio-injection") == "enabled" and "istio.io/rev" not in labels(ws, ns)
-        new_pods_get(ws.env, ns, LEGACY_ISTIOD)
+    ws.pulumi("preview", "--stack", "migrated", "--expect-no-changes")

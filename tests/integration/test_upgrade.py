@@ -2,7 +2,9 @@
 with `pulumi config set revision` and `targetVersion`, then `pulumi up`; back to the version it replaced; and again.
 
 The mesh is moved first at the pinned build (tools/pins.env), then upgraded to the next minor (1.31-dev, its own
-istioctl and pilot-discovery), each run followed by the injector history. Each upgrade must leave: one injector per
+istioctl and pilot-discovery), a canary namespace first (`canaryNamespaces`, kept for every later run) while
+Charmed Kubeflow 2.0's profile controller forces istio-injection=enabled (demo.profile_controller), each run followed
+by the injector history. Each upgrade must leave: one injector per
 profile namespace in every state the API server went through, every proxy on the new revision in that revision's
 `istioctl proxy-status`, no object of the replaced revision, CRD UIDs and every CR kept, a validator judging Istio
 writes, and a stack that `refresh` and `preview --expect-no-changes` find clean.
@@ -10,11 +12,15 @@ writes, and a stack that `refresh` and `preview --expect-no-changes` find clean.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from demo import fixture
 from demo.observe import read, snapshot
+from demo.profile_controller import FORK, ProfileController
 from devcluster import toolchain
+from migration.canary import COPY_PREFIX
 from tests.faults.harness import cancel_dead_update, up_killed_at
 from tests.next_owner import NEXT, NEXT_REVISION, next_istioctl, old_charm_purge_loses_nothing
 from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, live_crd_versions, purged,
@@ -37,7 +43,16 @@ def mesh():
 
 @pytest.fixture(scope="module")
 def first(mesh):
-    return upgraded(mesh, NEXT_REVISION, NEXT, PROFILES)
+    """The first upgrade, the first profile as its canary (soaked 5 s), with the fork's profile controller
+    reconciling."""
+    mesh.set_config("migrated", "kf-istio-migrate:canaryNamespaces", json.dumps(PROFILES[:1]))
+    mesh.set_config("migrated", "kf-istio-migrate:canarySoakSeconds", "5")
+    controller = ProfileController(str(mesh.cluster.kubeconfig), FORK)
+    controller.start()
+    try:
+        return upgraded(mesh, NEXT_REVISION, NEXT, PROFILES)
+    finally:
+        controller.stop()
 
 
 def test_preview_named_the_revision_that_comes_and_the_one_that_goes(first):
@@ -49,6 +64,12 @@ def test_preview_named_the_revision_that_comes_and_the_one_that_goes(first):
 
 def test_the_upgrade_moves_every_sidecar_to_the_next_revision_with_one_injector_throughout(mesh, first):
     on_the_revision(mesh, first, NEXT_REVISION, NEXT, next_istioctl(), PROFILES)
+    canary = [s for s in first["states"] if [h for h in s["injected_by"][PROFILES[0]] if
+                                             h.split("/", 1)[1].startswith(COPY_PREFIX)]]
+    assert canary and not [h for s in canary for h in s["injected_by"][PROFILES[1]]
+                           if h.split("/", 1)[1].startswith(COPY_PREFIX)], "the canary namespace alone went first"
+    moved = {(m["phase"], m["namespace"]) for m in first["outputs"]["moveAccount"]["moved"]}
+    assert moved == {("canary", PROFILES[0]), ("rollout", PROFILES[1])}
     assert revision_objects(mesh.env, "kf-1-30") == [], "the replaced revision's objects are gone"
     assert live_crd_versions(mesh.env) == rendered_crd_specs(NEXT, next_istioctl())
 
