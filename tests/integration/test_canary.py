@@ -1,10 +1,10 @@
-"""The canary phase on the charm-shaped fixture with four profiles, in the order an operator lives it, with Charmed
-Kubeflow 2.0's profile controller (which forces istio-injection=enabled on every reconcile) running throughout: a
-canary whose proxy rejects its configuration fails by name and is put back; the same canary holds and moves two
-profiles only (canaryOnly); the way back from there folds the canary into the legacy stack's switch; then the canary
-and the rest move in one `pulumi up`. Kubeflow's profile controller cannot run here: demo.profile_controller
-reconciles the profile namespaces as its code does (the fork; its unforced upstream v1.10 variant is unit-tested, it
-writes less). The tests share one cluster and run in file order, each starting where the last ended."""
+"""The canary phase on the charm-shaped fixture with four profiles, in the order an operator lives it: with Charmed
+Kubeflow 1.10's profile controller reconciling, a canary whose proxy rejects its configuration fails by name and is
+put back; then with Charmed Kubeflow 2.0's (which forces istio-injection=enabled on every reconcile) running
+throughout, the same canary holds and moves two profiles only (canaryOnly); the way back from there folds the canary
+into the legacy stack's switch; then the canary and the rest move in one `pulumi up`. Kubeflow's profile controller
+cannot run here: demo.profile_controller reconciles the profile namespaces as its code does (the upstream v1.10
+controller, and the fork). The tests share one cluster and run in file order, each starting where the last ended."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 
 from demo import fixture
 from demo.observe import InjectorHistory, read, snapshot
-from demo.profile_controller import FORK, ProfileController
+from demo.profile_controller import FORK, UPSTREAM, ProfileController
 from devcluster import toolchain
 from live.verify import proxy_status
 from migration.canary import COPY_PREFIX, canary_namespaces
@@ -42,7 +42,8 @@ def workspace():
 
 @pytest.fixture(scope="module")
 def controller(workspace):
-    """Charmed Kubeflow 2.0's profile controller, reconciling every profile namespace for the whole module."""
+    """Charmed Kubeflow 2.0's profile controller, reconciling every profile namespace from the first test that asks
+    for it to the end of the module."""
     forced = ProfileController(str(workspace[0].cluster.kubeconfig), FORK)
     forced.start()
     yield forced
@@ -120,12 +121,14 @@ def on_the_old_plane(ws, before) -> None:
     nothing_lost(ws.env, before)
 
 
-def test_a_canary_whose_proxy_rejects_its_configuration_fails_by_name_and_is_put_back(workspace, controller):
+def test_a_canary_whose_proxy_rejects_its_configuration_fails_by_name_and_is_put_back(workspace):
     """A canary workload whose proxy NACKs what the new istiod pushes (istiod reports it ERROR, with the proxy's
     reason): the gate names the pod and why, the default injector is written back as it was (the canary held in
     between: the canary namespaces' new pods went to the new istiod), every pod ends on the old plane."""
     ws, before = workspace
     set_fault(ws, "listener rejected by the test")
+    stock = ProfileController(str(ws.cluster.kubeconfig), UPSTREAM)
+    stock.start()
     try:
         result, states = up_watched(ws)
         output = result.stdout + result.stderr
@@ -138,6 +141,7 @@ def test_a_canary_whose_proxy_rejects_its_configuration_fails_by_name_and_is_put
         for ns in CANARY:
             assert labels(ws, ns).get("istio-injection") == "enabled" and "istio.io/rev" not in labels(ws, ns)
     finally:
+        stock.stop()
         set_fault(ws, None)
 
 
