@@ -65,6 +65,9 @@ class WebhookSwitchArgs:
     validator: Mapping[str, Any] | None
     target: KubeTarget
     """Where live.fold folds a canary's webhooks into the switch (the injector's write)."""
+    fold: bool = False
+    """A canary may be on the injector when the switch writes it (the stack declares one, or it is the way back):
+    live.fold runs first. Otherwise no step stands between the serving check and the switch."""
     live_canary: tuple[str, ...] = ()
     """The way back: the canary namespaces the live default injector holds, which the fold's triggers name so that
     a way back run again after a canary was made folds it too (the migrated stack's fold follows its canary step)."""

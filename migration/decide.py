@@ -258,7 +258,7 @@ def _steps(cfg: MigrationConfig, topology: render.Topology, steps: plan.Migratio
         serving=ServingCheckArgs(validator=topology.validator_webhook, timeout_seconds=cfg.rollout_timeout_seconds,
                                  target=target),
         switch=WebhookSwitchArgs(injector=injector, validator=validator, target=target,
-                                 live_canary=live_canary),
+                                 fold=bool(cfg.canary_namespaces) or cfg.topology == "legacy", live_canary=live_canary),
         rollouts=RolloutsArgs(
             batches=plan.rollout_batches(rest, cfg.rollout_strategy),
             strategy=cfg.rollout_strategy, parallelism=cfg.rollout_parallelism,

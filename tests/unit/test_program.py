@@ -167,7 +167,7 @@ def test_migration_steps_are_ordered():
     named = {r.name: r for r in registered if r.custom}  # a check component and its Command share a name
     switch = [r for r in registered if r.name.startswith("webhook-switch-") and r.kind.endswith("Configuration")]
     assert len(switch) == 2 and all("istiod-serving" in names(r) for r in switch)
-    assert "webhook-switch-fold" in names(switch[0]), "a canary's webhooks are folded in before the injector's write"
+    assert "webhook-switch-fold" not in named, "without a canary, nothing stands between serving and the switch"
     assert "control-plane-deployment-istio-system-istiod-kf-1-30" in names(named["istiod-serving"])
     assert "control-plane-secret-istio-system-istio-ca-secret" in names(
         named["control-plane-deployment-istio-system-istiod-kf-1-30"]), "the CA is copied before istiod starts"
