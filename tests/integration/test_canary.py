@@ -2,9 +2,10 @@
 Kubeflow 1.10's profile controller reconciling, a canary whose proxy rejects its configuration fails by name and is
 put back; then with Charmed Kubeflow 2.0's (which forces istio-injection=enabled on every reconcile) running
 throughout, the same canary holds and moves two profiles only (canaryOnly); the way back from there folds the canary
-into the legacy stack's switch; then the canary and the rest move in one `pulumi up`. Kubeflow's profile controller
-cannot run here: demo.profile_controller reconciles the profile namespaces as its code does (the upstream v1.10
-controller, and the fork). The tests share one cluster and run in file order, each starting where the last ended."""
+into the legacy stack's switch; then migrating again, the canary only, then the rest (the runbook's step 4a).
+Kubeflow's profile controller cannot run here: demo.profile_controller reconciles the profile namespaces as its code
+does (the upstream v1.10 controller, and the fork). The tests share one cluster and run in file order, each starting
+where the last ended."""
 
 from __future__ import annotations
 
@@ -201,17 +202,25 @@ def test_the_way_back_from_the_canary_folds_it_into_the_switch(workspace, contro
     assert canary_namespaces(default_injector(ws)) == () and default_injector_calls(ws) == {"kubeflow"}
 
 
-def test_the_canary_then_the_rest_in_one_up(workspace, controller):
-    """Migrating again after the way back, without canaryOnly: the canary moves and is proven, then the default
-    injector is switched with the canary folded into that write, and the rest moves; the canary's pods moved in the
-    canary phase only."""
+def test_migrating_again_the_canary_only_then_the_rest_not_moving_the_canary_again(workspace, controller):
+    """Migrating again after the way back, as the runbook's step 4a does: canaryOnly, then `pulumi config rm
+    ...canaryOnly` and `pulumi up`: the rest moves, the switch folds the held canary into its write (the canary step
+    does not run again), and the canary's pods are the same pods (UIDs); every sidecar ends on the new istiod."""
     ws, before = workspace
-    without_canary_config(ws, "migrated")
     # As the runbook migrates again after a way back: the stack afresh (a stack records one migration).
     ws.pulumi("stack", "rm", "migrated", "--force", "--yes", "--preserve-config")
+    ws.set_config("migrated", "kf-istio-migrate:canaryOnly", "true")
     result, states = up_watched(ws)
     assert result.returncode == 0, diagnostics(result)
-    assert canary_held(states), "the canary held before the switch"
+    assert canary_held(states[-1:]), "the canary holds after the canary-only run"
+    canary_pods = {pod: p["metadata"]["uid"] for pod, p in running_pods(ws).items()
+                   if pod.split("/")[0] in CANARY and proxy_address(p)}
+    without_canary_config(ws, "migrated")
+    result, states = up_watched(ws)
+    assert result.returncode == 0, diagnostics(result)
+    assert canary_held(states[:1]) and not canary_held(states[-1:]), "the switch folded the held canary in"
+    after = {pod: p["metadata"]["uid"] for pod, p in running_pods(ws).items() if pod in canary_pods}
+    assert after == canary_pods, "a canary pod was restarted again"
     account = ws.outputs("migrated")["moveAccount"]
     assert sorted((m["phase"], m["namespace"], m["kind"], m["name"], m["way"]) for m in account["moved"]) == sorted(
         ("canary" if ns in CANARY else "rollout", ns, "Deployment", f"notebook-{i}", "restart")
