@@ -19,8 +19,8 @@ from migration.webhooks import called_service
 class WebhookSwitch(pulumi.ComponentResource):
     """Adopts the default injector and validator and points them at the new istiod: one write each (the injector's
     also removes a canary's webhooks), so every namespace has exactly one injector at every instant. Retained on
-    delete: destroying this stack must never
-    leave namespaces with no injector (rolling back points them at the old istiod again).
+    delete: destroying this stack must never leave namespaces with no injector (rolling back points them at the old
+    istiod again).
 
     A stack that already holds those webhooks in its control plane (a `legacy` stack that built or adopted the mesh,
     now rolling back) knows each under that component: the alias makes the switch the same resource, updated in
