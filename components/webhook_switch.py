@@ -36,11 +36,13 @@ class WebhookSwitch(pulumi.ComponentResource):
         # declare). It runs again whenever the switch sends the injector elsewhere, whenever the canary step ran
         # again (a new id: its webhooks may be back), and on the way back whenever it finds another canary. Only
         # where a canary may be there: it costs the switch a process start (~0.8 s on the bench, 2026-12-07).
-        triggers = ["/".join(called_service(args.injector["webhooks"][0])), *args.live_canary] if args.injector else []
-        folds = [step(f"{name}-fold", cli.Fold.on(args.target).command_line(),
-                      [*triggers, *([canary.id] if canary else [])], args.target, child_options(self, opts),
-                      directory=str(REPO), stdin=json.dumps(args.injector, sort_keys=True))
-                 ] if args.injector and args.fold else []
+        folds = []
+        if args.injector and args.fold:
+            triggers = ["/".join(called_service(args.injector["webhooks"][0])), *args.live_canary,
+                        *([canary.id] if canary else [])]
+            folds.append(step(f"{name}-fold", cli.Fold.on(args.target).command_line(), triggers, args.target,
+                              child_options(self, opts), directory=str(REPO),
+                              stdin=json.dumps(args.injector, sort_keys=True)))
         self.webhooks = [declare(name, hook, child_options(
             self, opts, depends_on=folds, import_=hook["metadata"]["name"], retain_on_delete=True,
             ignore_changes=fields_owned_elsewhere(hook) or None,

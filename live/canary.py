@@ -51,8 +51,8 @@ WRITE_ATTEMPTS = 10
 def rewrite_injector(api: client.ApiClient, name: str, change: Callable[[dict[str, Any]], dict[str, Any] | None],
                      what: str) -> None:
     """One write of the MutatingWebhookConfiguration name: change(live), or nothing when it returns None or live
-    itself. The write carries the live resourceVersion, so the API server refuses it if anyone wrote in between (istiod
-    refreshing a caBundle): it is then made again from what is live."""
+    itself. The write carries the live resourceVersion, so the API server refuses it if anyone wrote in between
+    (istiod refreshing a caBundle): it is then made again from what is live."""
     admission = client.AdmissionregistrationV1Api(api)
     for _ in range(WRITE_ATTEMPTS):
         live = api.sanitize_for_serialization(admission.read_mutating_webhook_configuration(name))
@@ -74,7 +74,8 @@ def rewrite_injector(api: client.ApiClient, name: str, change: Callable[[dict[st
 
 def put_back_injector(api: client.ApiClient, name: str) -> None:
     """The default injector as it was before the canary (one write)."""
-    rewrite_injector(api, name, without_canary, "the canary's webhooks removed, every namespace's pods sent where they went before")
+    rewrite_injector(api, name, without_canary,
+                     "the canary's webhooks removed, every namespace's pods sent where they went before")
 
 
 def relabel(api: client.ApiClient, namespaces: Sequence[str], patch: dict, what: str) -> None:

@@ -85,7 +85,8 @@ def _canary_output(steps: MigrationSteps | None) -> dict[str, Any]:
             "workloadMoves": _moves_output(Moves(steps.canary.workloads, ())),
             "restartedWorkloads": len(steps.canary.workloads),
             "gate": "every proxy connected and SYNCED to the new istiod (istioctl proxy-status), every pod Ready, "
-                    "no istio-proxy restart, each namespace's new pods still sent to the new istiod; again after the soak"}
+                    "no istio-proxy restart, each namespace's new pods still sent to the new istiod; again after the "
+                    "soak"}
 
 
 def _hand_over_output(release: ReleaseArgs | None, migrated: bool, releases: helm.HelmReleases | None,

@@ -45,18 +45,20 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Labels) -> bool
     return True
 
 
+def matching_hooks(configs: Iterable[Mapping[str, Any]], namespace_labels: Labels,
+                   pod_labels: Labels | None = None) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(configuration, webhook) of every webhook that would be called for a pod with pod_labels created in a
+    namespace with namespace_labels. Pods with no labels are the common case."""
+    return [(config, hook) for config in configs for hook in config.get("webhooks") or []
+            if selector_matches(hook.get("namespaceSelector"), namespace_labels)
+            and selector_matches(hook.get("objectSelector"), pod_labels or {})]
+
+
 def matching_webhooks(configs: Iterable[Mapping[str, Any]], namespace_labels: Labels,
                       pod_labels: Labels | None = None) -> list[tuple[str, str]]:
-    """(configuration name, webhook name) of every webhook that would be called for a pod with pod_labels
-    created in a namespace with namespace_labels. Pods with no labels are the common case."""
-    pod_labels = pod_labels or {}
-    found = []
-    for config in configs:
-        for hook in config.get("webhooks") or []:
-            if (selector_matches(hook.get("namespaceSelector"), namespace_labels)
-                    and selector_matches(hook.get("objectSelector"), pod_labels)):
-                found.append((config["metadata"]["name"], hook["name"]))
-    return found
+    """(configuration name, webhook name) of each of matching_hooks."""
+    return [(config["metadata"]["name"], hook["name"])
+            for config, hook in matching_hooks(configs, namespace_labels, pod_labels)]
 
 
 def injectors(configs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -68,7 +70,5 @@ def injectors(configs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def injection_services(configs: Iterable[Mapping[str, Any]], namespace_labels: Labels) -> list[tuple[str, str]]:
     """(namespace, name) of the Service called by each Istio injector webhook that a pod without labels created in a
     namespace with namespace_labels meets: exactly one entry where the namespace has one injector."""
-    return [called_service(hook) for config in injectors(configs) for hook in config.get("webhooks") or []
-            if hook["name"].endswith("sidecar-injector.istio.io")
-            and selector_matches(hook.get("namespaceSelector"), namespace_labels)
-            and selector_matches(hook.get("objectSelector"), {})]
+    return [called_service(hook) for _, hook in matching_hooks(injectors(configs), namespace_labels)
+            if hook["name"].endswith("sidecar-injector.istio.io")]

@@ -24,7 +24,7 @@ import json
 from typing import Any, Iterable, Mapping
 
 from migration.live_mesh import ObjectId
-from migration.webhooks import injectors, selector_matches
+from migration.webhooks import called_service, injectors, matching_hooks
 
 INJECT = "sidecar.istio.io/inject"
 INJECT_YES = ("y", "yes", "true", "on")  # what istiod's injectRequired accepts as "inject"
@@ -101,14 +101,14 @@ def expects_sidecar(pod: Mapping[str, Any], namespace_labels: Mapping[str, str],
     if (choice and choice.lower() not in INJECT_YES) or pod["spec"].get("hostNetwork"):
         return False
     planes = set(planes)
-    return any(_hook_service(hook) in planes and selector_matches(hook.get("namespaceSelector"), namespace_labels)
-               and selector_matches(hook.get("objectSelector"), labels)
-               for config in injectors(webhooks) for hook in config.get("webhooks") or [])
+    return any(_hook_service(hook) in planes
+               for _, hook in matching_hooks(injectors(webhooks), namespace_labels, labels))
 
 
 def _hook_service(hook: Mapping[str, Any]) -> str:
-    service = (hook.get("clientConfig") or {}).get("service") or {}
-    return f"{service.get('name')}.{service.get('namespace')}"
+    """'name.namespace' of the Service a webhook calls, as service_of gives an istiod address's."""
+    namespace, name = called_service(hook)
+    return f"{name}.{namespace}"
 
 
 def needs_move(pod: Mapping[str, Any], leaving: str, namespace_labels: Mapping[str, str],

@@ -19,6 +19,7 @@ from devcluster import toolchain
 from devcluster.cluster import Cluster
 from devcluster.workspace import Workspace
 from migration import render
+from migration.canary import COPY_PREFIX
 from migration.workloads import proxy_address
 
 LEGACY_ISTIOD = "istiod.kubeflow.svc:15012"
@@ -131,6 +132,12 @@ def one_injector_throughout(states: list[dict[str, Any]]) -> None:
     assert counts and not wrong, \
         f"injectors per profile namespace over {len(states)} states: min {min(counts, default=0)}, " \
         f"max {max(counts, default=0)}; first (after which write, namespace, injectors): {wrong[:3]}"
+
+
+def by_canary(state: dict[str, Any], namespace: str) -> list[str]:
+    """The canary webhooks (migration.canary's copies) a plain pod created in namespace meets in a state of
+    demo.observe's history."""
+    return [hook for hook in state["injected_by"][namespace] if hook.split("/", 1)[1].startswith(COPY_PREFIX)]
 
 
 def one_injector_but_the_rename(states: list[dict[str, Any]], renamed: str,

@@ -20,10 +20,11 @@ from demo.observe import InjectorHistory, read, snapshot
 from demo.profile_controller import FORK, UPSTREAM, ProfileController
 from devcluster import toolchain
 from live.verify import proxy_status
-from migration.canary import COPY_PREFIX, canary_namespaces
+from migration.canary import canary_namespaces
 from migration.workloads import proxy_address
-from tests.support import (DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, every_sidecar_on, fresh_workspace,
-                           new_pods_get, nothing_lost, one_injector_throughout, purged, roll_back_and_check, run)
+from tests.support import (DEFAULT_INJECTOR, LEGACY_ISTIOD, NEW_ISTIOD, by_canary, every_sidecar_on, fresh_workspace,
+                           new_pods_get, nothing_lost, one_injector_throughout, purged, roll_back_and_check,
+                           run)
 
 REJECT_CONFIG = "proxysim.kfistio.io/reject-config"
 """The proxy simulator's fault: a pod with this annotation NACKs every push, its value the error
@@ -53,8 +54,6 @@ def controller(workspace):
 
 def canary_held(states: list[dict]) -> list[dict]:
     """The states in which the default injector's canary webhooks took the canary namespaces, and only them."""
-    def by_canary(state, ns):
-        return [hook for hook in state["injected_by"][ns] if hook.split("/", 1)[1].startswith(COPY_PREFIX)]
     return [s for s in states if all(by_canary(s, ns) for ns in CANARY)
             and not any(by_canary(s, ns) for ns in set(PROFILES) - set(CANARY))]
 

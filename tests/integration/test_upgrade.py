@@ -20,11 +20,10 @@ from demo import fixture
 from demo.observe import read, snapshot
 from demo.profile_controller import FORK, ProfileController
 from devcluster import toolchain
-from migration.canary import COPY_PREFIX
 from tests.faults.harness import cancel_dead_update, up_killed_at
 from tests.next_owner import NEXT, NEXT_REVISION, next_istioctl, old_charm_purge_loses_nothing
-from tests.support import (DEFAULT_INJECTOR, config_file_with, followed, fresh_workspace, live_crd_versions, purged,
-                           rendered_crd_specs)
+from tests.support import (DEFAULT_INJECTOR, by_canary, config_file_with, followed, fresh_workspace,
+                           live_crd_versions, purged, rendered_crd_specs)
 from tests.upgrades import istiod_address, on_the_revision, revision_objects, set_revision, upgraded
 
 PINNED = toolchain.pins()["ISTIO_VERSION"]
@@ -64,10 +63,9 @@ def test_preview_named_the_revision_that_comes_and_the_one_that_goes(first):
 
 def test_the_upgrade_moves_every_sidecar_to_the_next_revision_with_one_injector_throughout(mesh, first):
     on_the_revision(mesh, first, NEXT_REVISION, NEXT, next_istioctl(), PROFILES)
-    canary = [s for s in first["states"] if [h for h in s["injected_by"][PROFILES[0]] if
-                                             h.split("/", 1)[1].startswith(COPY_PREFIX)]]
-    assert canary and not [h for s in canary for h in s["injected_by"][PROFILES[1]]
-                           if h.split("/", 1)[1].startswith(COPY_PREFIX)], "the canary namespace alone went first"
+    canary = [s for s in first["states"] if by_canary(s, PROFILES[0])]
+    assert canary and not [h for s in canary for h in by_canary(s, PROFILES[1])], \
+        "the canary namespace alone went first"
     moved = {(m["phase"], m["namespace"]) for m in first["outputs"]["moveAccount"]["moved"]}
     assert moved == {("canary", PROFILES[0]), ("rollout", PROFILES[1])}
     assert revision_objects(mesh.env, "kf-1-30") == [], "the replaced revision's objects are gone"

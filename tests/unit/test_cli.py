@@ -54,13 +54,13 @@ WRITTEN = {
     "canary": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a", "team b"), injector="istio-sidecar-injector",
                                         workloads=(), soak_seconds=60, parallelism=5, check=ON_PATH)),
         f"-m live.canary {TO} --istiod {NEW} --leaving {OLD} --revision kf-1-30 --leaving-revision default "
-        f"--injector istio-sidecar-injector --namespaces 'kubeflow-user-a,team b' --soak 60 --timeout 600 --limit 5 --wave {WAVE} "
-        "--istioctl-version 1.30.1"),
+        f"--injector istio-sidecar-injector --namespaces 'kubeflow-user-a,team b' --soak 60 --timeout 600 --limit 5 "
+        f"--wave {WAVE} --istioctl-version 1.30.1"),
     "canary, no soak": (canary_script(CanaryArgs(namespaces=("kubeflow-user-a",), injector="istio-sidecar-injector",
                                                  workloads=(), soak_seconds=0, parallelism=1, check=CONFIGURED)),
         f"-m live.canary {TO} --istiod {NEW} --leaving {OLD} --revision kf-1-30 --leaving-revision default "
-        f"--injector istio-sidecar-injector --namespaces kubeflow-user-a --soak 0 --timeout 900 --limit 1 --wave {WAVE} --istioctl-version 1.30.1 "
-        "--istioctl '/opt/istio 1.30/bin/istioctl'"),
+        f"--injector istio-sidecar-injector --namespaces kubeflow-user-a --soak 0 --timeout 900 --limit 1 "
+        f"--wave {WAVE} --istioctl-version 1.30.1 --istioctl '/opt/istio 1.30/bin/istioctl'"),
     "canary put back": (put_back_script(PutBackArgs(revision="kf-1-30", target=TARGET)),
         f"-m live.canary {TO} --put-back --revision kf-1-30"),
     "helm hand-over": (hand_over_script(HelmHandOverArgs(

@@ -75,7 +75,8 @@ COMMAND_PARENTS = {"rollout-": "kfistio:migration:Rollouts", "istiod-serving": "
                    "unmanaged-pods": "kfistio:migration:UnmanagedPods", "analyze-before": "kfistio:migration:MeshAnalysis",
                    "verify-sidecars": "kfistio:migration:Verification", "teardown-": "kfistio:migration:Teardown",
                    "ingress-gateway-unlabel-pods-": "kfistio:kubeflow:IngressGateway",
-                   "guard-enforced": "kfistio:migration:Guard", "webhook-switch-fold": "kfistio:migration:WebhookSwitch"}
+                   "guard-enforced": "kfistio:migration:Guard",
+                   "webhook-switch-fold": "kfistio:migration:WebhookSwitch"}
 
 
 def test_every_resource_is_parented_to_its_component(stack):
