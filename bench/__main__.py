@@ -6,9 +6,10 @@ namespace-by-namespace loop (rolloutStrategy=one-namespace-at-a-time, the baseli
 wave at each rolloutParallelism (workloads moving at once), each while churn creates pods in the profile namespaces
 (P1, P2), and the first wave once more without the Pulumi CLI's debug log (what that log costs); once per pod
 profile, the peer: Istio's documented canary upgrade scripted as a skilled operator would (bench.peer), on the same
-fixture, with the same churn and watchers, so that each wave's wall time is reported as a ratio to it; then the
-`pulumi preview` time of `migrated` as the mesh grows, beside a plain preview of as many resources (P3). Prints a
-table; writes results.json and timeline.png.
+fixture, with the same churn and watchers, so that each wave's wall time is reported as a ratio to it; with --upgrade
+(P4), the stack's upgrade of the moved mesh to the next Istio minor beside Istio's canary upgrade between the two
+revisions, scripted the same way; then the `pulumi preview` time of `migrated` as the mesh grows, beside a plain
+preview of as many resources (P3). Prints a table; writes results.json and timeline.png.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from bench.analysis import growth
 from bench.plot import timeline
 from bench.report import table
 from demo import fixture
-from devcluster.toolchain import REPO, let_children_be_interrupted
+from devcluster.toolchain import REPO, ensure, let_children_be_interrupted, pins
+
+UPGRADE_REVISION = "kf-1-31"
+"""The revision P4's upgrade moves the mesh to (the next minor's, as an operator would name it)."""
 
 
 def main() -> int:
@@ -38,6 +42,10 @@ def main() -> int:
     parser.add_argument("--no-loop", action="store_true", help="skip the namespace-by-namespace baseline")
     parser.add_argument("--no-peer", action="store_true",
                         help="skip the peer run (Istio's documented canary upgrade, scripted)")
+    parser.add_argument("--upgrade", action="store_true",
+                        help="P4: per pod profile, also the stack's upgrade of the moved mesh to the next Istio minor "
+                             "(the first wave's rolloutParallelism) and, unless --no-peer, Istio's canary upgrade "
+                             "between the two revisions, scripted")
     parser.add_argument("--no-debug-log-cost", action="store_true",
                         help="skip the run of the first wave without the CLI's debug log (first pod profile only)")
     parser.add_argument("--pods", default="fast=250,realistic=2000",
@@ -49,6 +57,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / ".state" / "bench")
     args = parser.parse_args()
     let_children_be_interrupted()
+    if args.upgrade:
+        ensure("istio-next")  # the next minor's istioctl and pilot-discovery
+    upgrade_to = (UPGRADE_REVISION, pins()["ISTIO_NEXT_VERSION"])
 
     plans = [] if args.no_loop else [("loop", {"rolloutStrategy": "one-namespace-at-a-time"}, True)]
     waves = [(f"p{p}", {"rolloutParallelism": int(p)}, True)
@@ -72,6 +83,12 @@ def main() -> int:
         if not args.no_peer:
             results.append(runs.migration_run(f"{pods}-peer", size, {}, args.churn_rate, args.out,
                                               log=lambda line: print(line, flush=True), peer=True) | {"pods": pods})
+        if args.upgrade:
+            overrides = waves[0][1] if waves else {}
+            for peer in (False,) if args.no_peer else (False, True):
+                results.append(runs.migration_run(f"{pods}-upgrade" + ("-peer" if peer else ""), size, overrides,
+                                                  args.churn_rate, args.out, log=lambda line: print(line, flush=True),
+                                                  peer=peer, upgrade_to=upgrade_to) | {"pods": pods})
     previews = {}
     if args.preview_sizes:
         print("P3: pulumi preview --stack migrated as the mesh grows", flush=True)

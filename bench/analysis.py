@@ -61,10 +61,10 @@ def rollout_spans(events: Iterable[dict[str, Any]], namespaces: Iterable[str]) -
     return spans
 
 
-def injector_switch_at(states: Iterable[dict[str, Any]], target_namespace: str) -> float | None:
-    """First state in which the default injection path calls an istiod in target_namespace."""
-    return next((s["t"] for s in states if any(t.startswith(f"{target_namespace}/")
-                                                 for t in s.get("injector_targets", []))), None)
+def injector_switch_at(states: Iterable[dict[str, Any]], istiod: tuple[str, str] = NEW_ISTIOD) -> float | None:
+    """First state in which the default injection path calls istiod (namespace, name of its Service, which is its
+    Deployment's)."""
+    return next((s["t"] for s in states if "/".join(istiod) in s.get("injector_targets", [])), None)
 
 
 def churn_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -76,13 +76,15 @@ def churn_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def summarize_run(label: str, started: float, ended: float, events: list[dict[str, Any]],
                   states: list[dict[str, Any]], churn: list[dict[str, Any]], namespaces: list[str],
-                  slots: int | None = None) -> dict[str, Any]:
-    """P1 and P2 numbers of one migration run; times in seconds from the start of `pulumi up`. With slots (the
-    wave's rolloutParallelism), also a lower bound that counts them: istiod Available + the longer of the slowest
-    rollout and all rollouts' durations shared among the slots (the best any order could do with the durations
-    this run measured), next to P1's own bound, which assumes every workload rolls at once."""
+                  slots: int | None = None, new_istiod: tuple[str, str] = NEW_ISTIOD,
+                  old_istiod: tuple[str, str] = OLD_ISTIOD) -> dict[str, Any]:
+    """P1 and P2 numbers of one run that moves the mesh from old_istiod to new_istiod (the move, or an upgrade
+    between revisions); times in seconds from the start of `pulumi up`. With slots (the wave's rolloutParallelism),
+    also a lower bound that counts them: istiod Available + the longer of the slowest rollout and all rollouts'
+    durations shared among the slots (the best any order could do with the durations this run measured), next to
+    P1's own bound, which assumes every workload rolls at once."""
     spans = rollout_spans(events, namespaces)
-    available = istiod_available_at(events)
+    available = istiod_available_at(events, new_istiod)
     durations = [done - start for start, done in spans.values()]
     wall = ended - started
     lower = ((available - started) + max(durations)) if available is not None and durations else None
@@ -95,7 +97,7 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
     for key, (start, done) in spans.items():
         by_kind.setdefault(key.split(" ", 1)[0], []).append(done - start)
     return {
-        "label": label, "wall_s": round(wall, 1), "istiod_created_s": rel(created_at(events)),
+        "label": label, "wall_s": round(wall, 1), "istiod_created_s": rel(created_at(events, new_istiod)),
         "istiod_available_s": rel(available), "most_rolling_at_once": most_at_once(spans.values()),
         "median_rollout_by_kind_s": {kind: round(sorted(d)[len(d) // 2], 1) for kind, d in sorted(by_kind.items())},
         "rollouts_by_kind": {kind: len(d) for kind, d in sorted(by_kind.items())},
@@ -105,10 +107,10 @@ def summarize_run(label: str, started: float, ended: float, events: list[dict[st
         "ratio_to_lower_bound": round(wall / lower, 2) if lower else None,
         "slot_bound_s": round(by_slots, 1) if by_slots else None,
         "ratio_to_slot_bound": round(wall / by_slots, 2) if by_slots else None,
-        "switch_s": rel(injector_switch_at(states, NEW_ISTIOD[0])),
+        "switch_s": rel(injector_switch_at(states, new_istiod)),
         "rollouts_first_start_s": rel(min((s for s, _ in spans.values()), default=None)),
         "rollouts_last_done_s": rel(max((d for _, d in spans.values()), default=None)),
-        "old_istiod_deleted_s": rel(deleted_at(events)),
+        "old_istiod_deleted_s": rel(deleted_at(events, old_istiod)),
         "churn": {"created": len(window), "rate_per_s": round(len(window) / wall, 2) if wall else 0,
                   **churn_counts(window),
                   "examples": [r["detail"] for r in window if r["outcome"] != "ok"][:5]},

@@ -34,6 +34,11 @@ def _debug_log_cost(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _procedure(run: dict[str, Any]) -> tuple[str | None, str]:
+    """What a run is compared with its peer on: its pod profile, and whether it moved the mesh or upgraded it."""
+    return run.get("pods"), run.get("procedure", "move")
+
+
 def table(report: dict[str, Any]) -> str:
     """P1/P2 for the migrations the report holds (if any), then P3 for its previews (if any)."""
     lines = _migrations(report["migrations"]) if report["migrations"] else []
@@ -57,15 +62,15 @@ def _migrations(runs: list[dict[str, Any]]) -> list[str]:
                      + "".join(f"{str(r['median_rollout_by_kind_s'].get(kind)):>{COLUMN}}" for r in runs))
         lines.append(f"{'rollouts observed, ' + kind:<38}"
                      + "".join(f"{str(r['rollouts_by_kind'].get(kind)):>{COLUMN}}" for r in runs))
-    loops = {r.get("pods"): r for r in runs if r["config"].get("rolloutStrategy") == LOOP}
+    loops = {_procedure(r): r for r in runs if r["config"].get("rolloutStrategy") == LOOP}
     if loops:
         lines.append(f"{'speed-up vs the namespace loop':<38}" + "".join(
-            f"{loops[r.get('pods')]['wall_s'] / r['wall_s']:>{COLUMN - 1}.2f}x" if r.get("pods") in loops else f"{'-':>{COLUMN}}"
-            for r in runs))
-    peers = {r.get("pods"): r for r in runs if r.get("peer")}
+            f"{loops[_procedure(r)]['wall_s'] / r['wall_s']:>{COLUMN - 1}.2f}x" if _procedure(r) in loops
+            else f"{'-':>{COLUMN}}" for r in runs))
+    peers = {_procedure(r): r for r in runs if r.get("peer")}
     if peers:
         lines.append(f"{'wall / Istio canary procedure (peer)':<38}" + "".join(
-            f"{r['wall_s'] / peers[r.get('pods')]['wall_s']:>{COLUMN}.2f}" if r.get("pods") in peers
+            f"{r['wall_s'] / peers[_procedure(r)]['wall_s']:>{COLUMN}.2f}" if _procedure(r) in peers
             else f"{'-':>{COLUMN}}" for r in runs))
     for title, key in [("state after the update (MB)", "state_mb"), ("CLI debug log written (MB)", "debug_log_mb"),
                        ("CPU s of pulumi up and all it ran", "cli_cpu_s")]:

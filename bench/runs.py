@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from bench.analysis import summarize_run
+from bench.analysis import NEW_ISTIOD, OLD_ISTIOD, summarize_run
 from bench.churn import ChurnGenerator
-from bench.peer import canary_upgrade
+from bench.peer import canary_upgrade, revision_upgrade
 from demo import fixture
 from demo.observe import InjectorHistory
 from devcluster import procstat, proxy_events
@@ -23,6 +23,7 @@ from devcluster.cluster import Cluster
 from devcluster.toolchain import REPO
 from devcluster.workspace import Workspace
 from migration import config
+from migration.render import revision_service
 from update_timeline.event_log import EventLogTail
 from update_timeline.recorder import WorkloadRecorder
 from update_timeline.spans import step_phases
@@ -32,12 +33,16 @@ DATA_PLANE_SETTLE_S = 15
 
 
 def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, Any], churn_rate: float,
-                  out: Path, debug_log: bool = True, log=print, peer: bool = False) -> dict[str, Any]:
+                  out: Path, debug_log: bool = True, log=print, peer: bool = False,
+                  upgrade_to: tuple[str, str] | None = None) -> dict[str, Any]:
     """Build the legacy fixture on a fresh cluster, then `pulumi up --stack migrated` with the Deployment recorder,
     the injector history, the churn generator and the engine's event log followed; without debug_log, the stock
     CLI runs without its automatic debug log (Workspace.without_debug_log). With peer, Istio's documented canary
-    upgrade (bench.peer) runs instead of `pulumi up`, watched the same way. The cluster is removed afterwards; the event
-    log is kept as out/events-LABEL.jsonl."""
+    upgrade (bench.peer) runs instead of `pulumi up`, watched the same way. With upgrade_to (revision, version), the
+    mesh is moved first (not measured), and what is measured is the stack's upgrade to that revision and version
+    (`pulumi config set revision`, `targetVersion`, `pulumi up`), or with peer, Istio's canary upgrade between the two
+    revisions with that version's istioctl. The cluster is removed afterwards; the event log is kept as
+    out/events-LABEL.jsonl."""
     workspace = Workspace(Cluster.fresh(f"bench-{label}")).create(**overrides)
     cluster, env = workspace.cluster, workspace.env
     try:
@@ -45,7 +50,20 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
         fixture.build(env, size)
         log(f"  [{label}] fixture ({size.profiles}x{size.deployments}) built in {time.monotonic() - started:.0f}s")
         workspace.init("migrated")
-        idle = procstat.cores_over(cluster, 10)  # every simulated proxy connected to the legacy istiod, no change
+        settings = config.from_mapping({"topology": "migrated", **overrides})
+        leaving, new_istiod, old_istiod = settings.revision, NEW_ISTIOD, OLD_ISTIOD
+        if upgrade_to:
+            started = time.monotonic()
+            workspace.up("migrated")
+            log(f"  [{label}] moved (not measured) in {time.monotonic() - started:.0f}s")
+            revision, version = upgrade_to
+            workspace.set_config("migrated", "kf-istio-migrate:revision", revision)
+            workspace.set_config("migrated", "kf-istio-migrate:targetVersion", version)
+            old_istiod = (settings.target_namespace, revision_service(leaving))
+            settings = config.from_mapping({"topology": "migrated", **overrides, "revision": revision,
+                                            "targetVersion": version})
+            new_istiod = (settings.target_namespace, revision_service(revision))
+        idle = procstat.cores_over(cluster, 10)  # every simulated proxy connected to the istiod it leaves, no change
         namespaces = fixture.profile_namespaces(size)
         recorders = [WorkloadRecorder(str(cluster.kubeconfig), kind) for kind in ("Deployment", "StatefulSet")]
         history = InjectorHistory(str(cluster.kubeconfig), namespaces)
@@ -58,9 +76,10 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             workspace.without_debug_log()
         logged_before, cli_cpu_before = _bytes(debug_logs), _children_cpu_s()
         started, wall_started, cpu_before = time.monotonic(), time.time(), procstat.cpu(cluster)
-        settings = config.from_mapping({"topology": "migrated", **overrides})
         try:
-            if peer:
+            if peer and upgrade_to:
+                revision_upgrade(env, settings, f"istioctl-{upgrade_to[1]}", leaving)
+            elif peer:
                 canary_upgrade(env, settings)
             else:
                 # --event-log exists only with PULUMI_DEBUG_COMMANDS; it changes nothing else the update does
@@ -73,9 +92,10 @@ def migration_run(label: str, size: fixture.FixtureSize, overrides: dict[str, An
             events = sorted((e for r in recorders for e in r.stop()), key=lambda e: e["t"])
         result = summarize_run(label, started, ended, events, states, records, namespaces,
                                slots=settings.rollout_parallelism
-                               if settings.rollout_strategy == "wave" and not peer else None)
+                               if settings.rollout_strategy == "wave" and not peer else None,
+                               new_istiod=new_istiod, old_istiod=old_istiod)
         result["config"], result["debug_log"], result["cli_cpu_s"] = overrides, debug_log, round(cli_cpu, 1)
-        result["peer"] = peer
+        result["peer"], result["procedure"] = peer, "upgrade" if upgrade_to else "move"
         if not peer:
             result["phases"] = step_phases(stamped, started)
             out.mkdir(parents=True, exist_ok=True)

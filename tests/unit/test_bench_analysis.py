@@ -99,6 +99,33 @@ def test_each_run_is_a_ratio_to_the_peer_of_its_pod_profile():
     assert "wall / Istio canary" not in table({"migrations": [wave]})
 
 
+def test_an_upgrade_is_a_ratio_to_the_peer_upgrade_not_to_the_peer_move():
+    """P4: the stack's upgrade beside Istio's canary upgrade of the same pods; the move's peer does not judge it."""
+    wave = dict(summarize_run("fast-p50", 0.0, 30.0, EVENTS, [], [], ["p0"]), config={}, pods="fast")
+    upgrade = dict(wave, label="fast-upgrade", wall_s=45.0, procedure="upgrade")
+    text = table({"migrations": [wave, dict(wave, label="fast-peer", wall_s=40.0, peer=True), upgrade,
+                                 dict(upgrade, label="fast-upgrade-peer", wall_s=30.0, peer=True)]})
+    ratio = next(line for line in text.splitlines() if line.startswith("wall / Istio canary procedure"))
+    assert ratio.split()[-4:] == ["0.75", "1.00", "1.50", "1.00"]
+
+
+def test_an_upgrade_is_judged_by_the_revisions_it_goes_between():
+    """The istiod an upgrade creates and the one it deletes are both in istio-system: the summary follows the ones
+    named, not the move's."""
+    rename = {("istio-system", "istiod-kf-1-30"): ("istio-system", "istiod-kf-1-31"),
+              ("kubeflow", "istiod"): ("istio-system", "istiod-kf-1-30")}
+    events = [dict(e, **dict(zip(("namespace", "name"), rename.get((e["namespace"], e["name"]),
+                                                                (e["namespace"], e["name"]))))) for e in EVENTS]
+    states = [{"t": 1.0, "injectors": {"p0": 1}, "injector_targets": ["istio-system/istiod-kf-1-30"]},
+              {"t": 11.0, "injectors": {"p0": 1}, "injector_targets": ["istio-system/istiod-kf-1-31"]}]
+    new, old = ("istio-system", "istiod-kf-1-31"), ("istio-system", "istiod-kf-1-30")
+    summary = summarize_run("upgrade", 0.0, 24.0, events, states, [], ["p0"], new_istiod=new, old_istiod=old)
+    assert (summary["istiod_created_s"], summary["istiod_available_s"]) == (3.0, 9.0)
+    assert (summary["switch_s"], summary["old_istiod_deleted_s"]) == (11.0, 20.0)
+    moved_defaults = summarize_run("move", 0.0, 24.0, events, states, [], ["p0"])
+    assert moved_defaults["switch_s"] == 1.0 and moved_defaults["old_istiod_deleted_s"] is None
+
+
 URN = "urn:pulumi:migrated::kf-istio-migrate::"
 
 
