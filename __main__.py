@@ -7,6 +7,7 @@ explicit kubernetes provider. `migrated` moves the mesh to the target namespace;
 `legacy` converges on the charm's layout, which after a migration is the way back.
 """
 
+import concurrent.futures
 import dataclasses
 import json
 import os
@@ -42,15 +43,19 @@ def gather_and_decide() -> Decisions:
         target = live_target.resolve(kube.get("kubeconfig"), kube.get("context"), os.environ, root)
         istiods, installed = discovery.istio_installs(target, cfg.source_namespace)
         versions = plan_versions(cfg, istiods, lambda: istioctls.default_version(cfg.istioctl), installed)
-        renders = render.render_both(cfg, versions)
-        live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace), objects_to_look_up(cfg, renders),
-                              istiods)
-        if cfg.topology == "migrated":  # Istio's own preflight for the plane this stack installs
-            istioctl = istioctls.find(versions.migrated.version, cfg.istioctl)
-            live = dataclasses.replace(live, precheck=analyze.precheck(istioctl, cfg.target_namespace,
-                                                                       target.kubeconfig, target.context))
-            pulumi.log.info(f"istioctl x precheck -i {cfg.target_namespace}: "
-                            f"{'; '.join(map(str, live.precheck)) or 'no issues'}")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            # Istio's own preflight for the plane this stack installs: a process of its own, read-only, so it runs
+            # while the planes are rendered and the cluster is read.
+            precheck = pool.submit(analyze.precheck, istioctls.find(versions.migrated.version, cfg.istioctl),
+                                   cfg.target_namespace, target.kubeconfig, target.context) \
+                if cfg.topology == "migrated" else None
+            renders = render.render_both(cfg, versions)
+            live = discovery.read(target, (cfg.source_namespace, cfg.target_namespace),
+                                  objects_to_look_up(cfg, renders), istiods)
+            if precheck is not None:
+                live = dataclasses.replace(live, precheck=precheck.result())
+                pulumi.log.info(f"istioctl x precheck -i {cfg.target_namespace}: "
+                                f"{'; '.join(map(str, live.precheck)) or 'no issues'}")
         decided = decide(cfg, renders, live, target)
         pulumi.log.info(f"this update: {decided.outputs['phase']}")
     except (config.ConfigError, live_target.TargetError, render.RenderError, analyze.AnalysisFailed) as err:
